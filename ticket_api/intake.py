@@ -1,0 +1,30 @@
+"""POST /v1/tickets: where the API waits for the AI provider, in one of three ways (INTAKE_MODE)."""
+
+from fastapi import APIRouter, Request
+from starlette.concurrency import run_in_threadpool
+
+from ticket_api.ai import do_ai_work, do_ai_work_async
+from ticket_api.deps import DbDep, ProviderDep, TimerDep
+from ticket_api.models import NewTicket, Ticket
+from ticket_api.repository import check_customer, create_in_one_transaction, save_new_ticket
+
+router = APIRouter()
+
+
+@router.post("/v1/tickets", status_code=201, response_model=Ticket)
+async def create_ticket(request: Request, new: NewTicket, db: DbDep, provider: ProviderDep, timer: TimerDep) -> Ticket:
+    """Create a ticket: check the customer, do the AI work, save the ticket with its results."""
+    mode = request.app.state.settings.intake_mode
+    if mode == "thread":
+        ticket, work = await run_in_threadpool(create_in_one_transaction, db, provider, new, timer)
+    else:
+        with timer("db"):
+            await run_in_threadpool(check_customer, db, new.customer_id)
+        if mode == "blocking":
+            # A mistake, on purpose: the waiting client inside an async endpoint.
+            work = do_ai_work(provider, new.subject, new.body, timer)
+        else:
+            work = await do_ai_work_async(provider, new.subject, new.body, timer)
+        with timer("db"):
+            ticket = await run_in_threadpool(save_new_ticket, db, new, work)
+    return ticket
