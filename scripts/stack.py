@@ -35,8 +35,10 @@ def check_port_free(port: int) -> None:
 class Service:
     """A process this program started: ready when its /health answers, stopped by its pid (and its children)."""
 
-    def __init__(self, name: str, argv: list[str], port: int, env: dict[str, str] | None = None, log_dir: Path | None = None):
+    def __init__(self, name: str, argv: list[str], port: int, env: dict[str, str] | None = None,
+                 log_dir: Path | None = None, cwd: Path = PROJECT_ROOT):
         self.name = name
+        self.cwd = cwd
         self.argv = argv
         self.port = port
         self.url = f"http://127.0.0.1:{port}"
@@ -51,7 +53,7 @@ class Service:
         with open(self.log_path, "ab") as log:
             # A session of its own, so stopping it also stops its children (uvicorn workers).
             self.process = subprocess.Popen(
-                self.argv, cwd=PROJECT_ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+                self.argv, cwd=self.cwd, env=self.env, stdout=log, stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL, start_new_session=True,
             )
         deadline = time.monotonic() + timeout_s
@@ -91,21 +93,21 @@ class Service:
 
 
 def simulator(port: int | None = None, speed: float = 1.0, quota: int = 0, extra: list[str] | None = None,
-              log_dir: Path | None = None) -> Service:
+              log_dir: Path | None = None, cwd: Path = PROJECT_ROOT) -> Service:
     """`python -m simulator` on a free port, quota off unless given."""
     port = port or free_port()
     argv = [sys.executable, "-m", "simulator", "--port", str(port), "--speed", str(speed), "--quota", str(quota)]
-    return Service("simulator", argv + (extra or []), port, log_dir=log_dir)
+    return Service("simulator", argv + (extra or []), port, log_dir=log_dir, cwd=cwd)
 
 
 def api(provider_url: str, port: int | None = None, env: dict[str, str] | None = None, workers: int = 1,
-        log_dir: Path | None = None) -> Service:
+        log_dir: Path | None = None, cwd: Path = PROJECT_ROOT) -> Service:
     """The ticket API under uvicorn on a free port; `env` sets its settings (INTAKE_MODE=..., ...)."""
     port = port or free_port()
     argv = [sys.executable, "-m", "uvicorn", "ticket_api.main:app", "--host", "127.0.0.1", "--port", str(port),
             "--workers", str(workers), "--timeout-graceful-shutdown", "30", "--no-access-log"]
     settings = {"PROVIDER_URL": provider_url, "LOG_LEVEL": "WARNING", **(env or {})}
-    return Service("api", argv, port, env=settings, log_dir=log_dir)
+    return Service("api", argv, port, env=settings, log_dir=log_dir, cwd=cwd)
 
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:

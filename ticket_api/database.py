@@ -119,9 +119,9 @@ class Database:
             raise DatabaseUnavailable(f"the database is unavailable: {_one_line(exc)}") from None
 
     def stats(self) -> dict[str, int]:
-        """Pool figures for /metrics: size, in use, waiting (zeros without a pool)."""
+        """Pool figures for /metrics: size, in use, waiting, total ms waited (zeros without a pool)."""
         if self.pool is None:
-            return {"size": 0, "in_use": 0, "waiting": 0, "max": 0}
+            return {"size": 0, "in_use": 0, "waiting": 0, "max": 0, "wait_ms": 0}
         stats = self.pool.get_stats()
         size = stats.get("pool_size", 0)
         return {
@@ -129,6 +129,7 @@ class Database:
             "in_use": size - stats.get("pool_available", 0),
             "waiting": stats.get("requests_waiting", 0),
             "max": self.max_size,
+            "wait_ms": stats.get("requests_wait_ms", 0),
         }
 
 

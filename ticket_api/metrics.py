@@ -2,7 +2,7 @@
 
 from anyio import to_thread
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 LAG_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
@@ -51,6 +51,8 @@ class _LiveFigures:
         yield _gauge("ticket_api_db_pool_max", "DB_POOL_MAX_SIZE.", db["max"])
         yield _gauge("ticket_api_db_pool_in_use", "DB connections borrowed right now.", db["in_use"])
         yield _gauge("ticket_api_db_pool_waiting", "Requests waiting for a DB connection.", db["waiting"])
+        yield CounterMetricFamily("ticket_api_db_pool_wait_seconds", "Time requests waited for a DB connection.",
+                                  value=db["wait_ms"] / 1000)
         yield _gauge("ticket_api_provider_in_flight", "Calls to the AI provider under way.", self.state.provider.in_flight)
 
 

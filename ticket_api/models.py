@@ -1,9 +1,10 @@
 """What the API accepts and answers."""
 
+import hashlib
 from datetime import datetime
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints
 
 DbId = Annotated[int, Field(ge=1, le=2**63 - 1)]
 Subject = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
@@ -18,6 +19,22 @@ class NewTicket(BaseModel):
     customer_id: DbId
     subject: Subject
     body: Body
+    _idempotency_key: str | None = PrivateAttr(None)
+
+    @property
+    def idempotency_key(self) -> str | None:
+        """The request's Idempotency-Key header, if it had one."""
+        return self._idempotency_key
+
+    def keyed(self, idempotency_key: str | None) -> "NewTicket":
+        """A copy that carries the request's Idempotency-Key."""
+        copy = self.model_copy()
+        copy._idempotency_key = idempotency_key
+        return copy
+
+    def fingerprint(self) -> str:
+        """A hash of what was asked, to tell a retry from a different request under the same key."""
+        return hashlib.sha256(f"{self.customer_id}\n{self.subject}\n{self.body}".encode()).hexdigest()
 
 
 class Ticket(BaseModel):

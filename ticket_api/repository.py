@@ -5,13 +5,18 @@ from psycopg.rows import dict_row
 
 from ticket_api.ai import AiWork, do_ai_work
 from ticket_api.database import Database
-from ticket_api.errors import CustomerNotFound
+from ticket_api.errors import CustomerNotFound, IdempotencyKeyReused
 from ticket_api.models import NewTicket, Ticket
 from ticket_api.timing import Timer
 
 TICKET_COLUMNS = """
     t.id, t.customer_id, t.subject, t.body, r.category, r.priority, r.draft_reply, t.created_at
 """
+IDEMPOTENCY_KEY_TTL = "24 hours"  # after that, a key may be used for a new ticket
+
+
+class _KeyTaken(Exception):
+    """Another request with the same Idempotency-Key committed its ticket first."""
 
 
 def check_customer(db: Database, customer_id: int) -> None:
@@ -22,20 +27,41 @@ def check_customer(db: Database, customer_id: int) -> None:
 
 def save_new_ticket(db: Database, new: NewTicket, work: AiWork) -> Ticket:
     """Save a ticket and its AI results in one short transaction."""
-    with db.connection() as conn:
-        ticket_id = _insert_ticket(conn, new)
-        _insert_ai_results(conn, ticket_id, work)
-        return _select_ticket(conn, ticket_id)
+    try:
+        with db.connection() as conn:
+            ticket_id = _insert_ticket(conn, new)
+            _insert_ai_results(conn, ticket_id, work)
+            return _select_ticket(conn, ticket_id)
+    except _KeyTaken:
+        return find_earlier_ticket(db, new)
 
 
 def create_in_one_transaction(db: Database, provider, new: NewTicket, timer: Timer) -> tuple[Ticket, AiWork]:
     """Module 1's design, kept on purpose: the AI work happens while one transaction holds a connection."""
-    with timer("db"), db.connection() as conn:
-        _check_customer(conn, new.customer_id)
-        ticket_id = _insert_ticket(conn, new)
-        work = do_ai_work(provider, new.subject, new.body, timer)  # counted as "ai", not "db"
-        _insert_ai_results(conn, ticket_id, work)
-        return _select_ticket(conn, ticket_id), work
+    try:
+        with timer("db"), db.connection() as conn:
+            _check_customer(conn, new.customer_id)
+            ticket_id = _insert_ticket(conn, new)
+            work = do_ai_work(provider, new.subject, new.body, timer)  # counted as "ai", not "db"
+            _insert_ai_results(conn, ticket_id, work)
+            return _select_ticket(conn, ticket_id), work
+    except _KeyTaken:
+        return find_earlier_ticket(db, new), None
+
+
+def find_earlier_ticket(db: Database, new: NewTicket) -> Ticket | None:
+    """The ticket saved under the request's Idempotency-Key, or None; a different request under it is an error."""
+    with db.connection() as conn:
+        row = conn.execute(
+            f"""SELECT ticket_id, request_hash FROM idempotency_keys
+                WHERE key = %s AND created_at > now() - interval '{IDEMPOTENCY_KEY_TTL}'""",
+            (new.idempotency_key,),
+        ).fetchone()
+        if row is None:
+            return None
+        if row[1] != new.fingerprint():
+            raise IdempotencyKeyReused("this Idempotency-Key was used for a different ticket")
+        return _select_ticket(conn, row[0])
 
 
 def get_ticket(db: Database, ticket_id: int) -> Ticket | None:
@@ -61,11 +87,29 @@ def _check_customer(conn: psycopg.Connection, customer_id: int) -> None:
 
 
 def _insert_ticket(conn: psycopg.Connection, new: NewTicket) -> int:
-    row = conn.execute(
+    ticket_id = conn.execute(
         "INSERT INTO tickets (customer_id, subject, body) VALUES (%s, %s, %s) RETURNING id",
         (new.customer_id, new.subject, new.body),
+    ).fetchone()[0]
+    if new.idempotency_key is not None:
+        _claim_key(conn, new, ticket_id)
+    return ticket_id
+
+
+def _claim_key(conn: psycopg.Connection, new: NewTicket, ticket_id: int) -> None:
+    # The primary key decides between concurrent requests: the second INSERT waits for the
+    # first transaction, then finds the key taken. An expired key is given up first.
+    conn.execute(
+        f"DELETE FROM idempotency_keys WHERE key = %s AND created_at <= now() - interval '{IDEMPOTENCY_KEY_TTL}'",
+        (new.idempotency_key,),
+    )
+    claimed = conn.execute(
+        """INSERT INTO idempotency_keys (key, request_hash, ticket_id) VALUES (%s, %s, %s)
+           ON CONFLICT (key) DO NOTHING RETURNING key""",
+        (new.idempotency_key, new.fingerprint(), ticket_id),
     ).fetchone()
-    return row[0]
+    if claimed is None:
+        raise _KeyTaken
 
 
 def _insert_ai_results(conn: psycopg.Connection, ticket_id: int, work: AiWork) -> None:

@@ -1,0 +1,241 @@
+"""Keep the lesson snapshots honest: `python -m scripts.snapshots sync | check` (maintainers only).
+
+sync   copies the root's student files into the latest snapshot (and the unchanged ones into
+       the earlier snapshot), and writes snapshots/README.md from snapshots/lessons.toml.
+check  (a) the latest snapshot equals the root, the earlier one differs only where lessons say;
+       (b) each snapshot's suite prints its expected count; (c) each lesson's copy step replayed
+       on its `before` state prints its count; (d) each lesson's commands, run against a live
+       stack with a sped-up simulator, give results of the expected shape.
+"""
+
+import argparse
+import filecmp
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from scripts import stack
+from scripts.cli import progress, run
+from scripts.lessons_readme import render_readme
+from ticket_api.config import load_settings
+from ticket_api.database import resolve_dsn
+
+ROOT = Path(__file__).resolve().parent.parent
+SNAPSHOTS = ROOT / "snapshots"
+LESSONS = SNAPSHOTS / "lessons.toml"
+STUDENT_PARTS = ["pyproject.toml", ".env.example", ".gitignore", "ticket_api", "simulator", "scripts", "tests",
+                 "locustfiles"]
+# The lab's own tools and tests: not part of a student's project.
+ROOT_ONLY = {"scripts/snapshots.py", "scripts/lessons_readme.py", "scripts/compare.py", "scripts/capacity.py",
+             "scripts/bench.py", "scripts/soak.py", "scripts/lab_stack.py", "tests/lab"}
+OWN_README = "README.md"  # each snapshot has its own, written for the student's project at that point
+SUITE_TIMEOUT_S = 900
+
+
+@dataclass
+class Lesson:
+    """One lesson of lessons.toml."""
+
+    id: str
+    title: str
+    before: str
+    source: str
+    copy: list[str]
+    tests: int
+    differs_from_source: list[str]
+    commands: list[dict]
+
+
+def load_lessons() -> tuple[dict, list[Lesson]]:
+    """The snapshots and lessons of lessons.toml."""
+    data = tomllib.loads(LESSONS.read_text())
+    lessons = [Lesson(commands=entry.pop("commands", []), **entry) for entry in data["lessons"]]
+    return data["snapshots"], lessons
+
+
+def student_files(tree: Path) -> set[str]:
+    """Paths (relative, '/'-separated) of a project's student files, caches and root-only parts left out."""
+    found = set()
+    for part in STUDENT_PARTS + [OWN_README]:
+        path = tree / part
+        candidates = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+        for file in candidates:
+            relative = file.relative_to(tree).as_posix()
+            if "__pycache__" in relative or relative.endswith(".pyc"):
+                continue
+            if any(relative == r or relative.startswith(r + "/") for r in ROOT_ONLY):
+                continue
+            found.add(relative)
+    return found
+
+
+def sync() -> list[str]:
+    """Copy root → latest snapshot, unchanged files → earlier snapshots; write snapshots/README.md."""
+    snapshots, lessons = load_lessons()
+    latest = list(snapshots)[-1]
+    changed = _mirror(ROOT, SNAPSHOTS / latest, keep={OWN_README})
+    for lesson in lessons:
+        if lesson.before in snapshots and lesson.before != latest:
+            lesson_files = set(lesson.copy) | set(lesson.differs_from_source) | {OWN_README}
+            changed += _mirror(ROOT, SNAPSHOTS / lesson.before, keep=lesson_files)
+    readme = SNAPSHOTS / "README.md"
+    text = render_readme(snapshots, lessons)
+    if not readme.exists() or readme.read_text() != text:
+        readme.write_text(text)
+        changed.append("snapshots/README.md")
+    return changed
+
+
+def _mirror(source: Path, target: Path, keep: set[str]) -> list[str]:
+    """Make `target` hold `source`'s student files, except the paths in `keep`, which it keeps as they are."""
+    changed = []
+    wanted = {f for f in student_files(source) if f not in keep}
+    for relative in sorted(student_files(target) - wanted - keep):
+        (target / relative).unlink()
+        changed.append(f"deleted {target.name}/{relative}")
+    for relative in sorted(wanted):
+        destination = target / relative
+        if not destination.exists() or not filecmp.cmp(source / relative, destination, shallow=False):
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source / relative, destination)
+            changed.append(f"{target.name}/{relative}")
+    return changed
+
+
+def check_files() -> list[str]:
+    """(a) The file-level promises; returns the problems found."""
+    snapshots, lessons = load_lessons()
+    latest = list(snapshots)[-1]
+    problems = _differences(ROOT, SNAPSHOTS / latest, allowed={OWN_README}, label=f"root vs {latest}")
+    for lesson in lessons:
+        if lesson.before in snapshots:
+            source, before = SNAPSHOTS / lesson.source, SNAPSHOTS / lesson.before
+            expected = set(lesson.copy) | set(lesson.differs_from_source)
+            actual = {f for f in student_files(source) | student_files(before) if not _same(source, before, f)}
+            if actual != expected:
+                problems.append(f"{lesson.before} and {lesson.source} differ in {sorted(actual ^ expected)} "
+                                f"beyond what lesson {lesson.id} copies")
+    if (SNAPSHOTS / "README.md").read_text() != render_readme(snapshots, lessons):
+        problems.append("snapshots/README.md is out of date: run `python -m scripts.snapshots sync`")
+    return problems
+
+
+def _differences(a: Path, b: Path, allowed: set[str], label: str) -> list[str]:
+    files = (student_files(a) | student_files(b)) - allowed
+    return [f"{label}: {f} differs" for f in sorted(files) if not _same(a, b, f)]
+
+
+def _same(a: Path, b: Path, relative: str) -> bool:
+    first, second = a / relative, b / relative
+    return first.exists() == second.exists() and (not first.exists() or filecmp.cmp(first, second, shallow=False))
+
+
+def copy_tree(snapshot: Path, into: Path) -> Path:
+    """A copy of a snapshot's project in `into`, without caches."""
+    shutil.copytree(snapshot, into, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".lab"))
+    return into
+
+
+def run_suite(project: Path, database_url: str) -> str:
+    """Run `python -m pytest` inside a project; returns pytest's summary line."""
+    env = {**os.environ, "DATABASE_URL": database_url}
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q"], cwd=project, env=env, capture_output=True,
+                            text=True, timeout=SUITE_TIMEOUT_S)
+    lines = [line.strip("= ") for line in result.stdout.splitlines() if line.strip()]
+    return lines[-1] if lines else f"no output (exit {result.returncode}): {result.stderr.strip()[-300:]}"
+
+
+def suite_problem(label: str, summary: str, expected: int) -> str | None:
+    """None when the summary is exactly `N passed`, else what is wrong."""
+    if re.fullmatch(rf"{expected} passed in [\d.]+s( \([\d:]+\))?", summary):
+        return None
+    return f"{label}: expected '{expected} passed', got '{summary}'"
+
+
+def check_suites_and_lessons(workdir: Path, speed: float) -> list[str]:
+    """(b), (c) and (d); returns the problems found."""
+    snapshots, lessons = load_lessons()
+    database_url = resolve_dsn(load_settings())
+    problems = []
+    for name, snapshot in snapshots.items():
+        progress(f"(b) {name}: running its suite")
+        summary = run_suite(copy_tree(SNAPSHOTS / name, workdir / name), database_url)
+        problems.append(suite_problem(name, summary, snapshot["tests"]))
+    states = {name: workdir / name for name in snapshots}
+    for lesson in lessons:
+        progress(f"(c) {lesson.id}: copying {len(lesson.copy)} files onto {lesson.before}")
+        project = copy_tree(states[lesson.before], workdir / lesson.id)
+        for relative in lesson.copy:
+            (project / relative).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(SNAPSHOTS / lesson.source / relative, project / relative)
+        states[lesson.id] = project
+        unexpected = _differences(project, SNAPSHOTS / lesson.source, allowed=set(lesson.differs_from_source),
+                                  label=f"{lesson.id} replayed vs {lesson.source}")
+        problems += unexpected
+        summary = run_suite(project, database_url)
+        problems.append(suite_problem(f"{lesson.id} replayed", summary, lesson.tests))
+        for command in lesson.commands:
+            progress(f"(d) {lesson.id}: {command['name']}")
+            problems += check_command(project, command, speed)
+    return [p for p in problems if p]
+
+
+def check_command(project: Path, command: dict, speed: float) -> list[str]:
+    """Run one lesson command against a live stack made of `project`; compare its --json with `expect`."""
+    with stack.simulator(speed=speed, quota=0, cwd=project) as simulator:
+        with stack.api(f"{simulator.url}/v1", env=command.get("api_env", {}), cwd=project) as api:
+            argv = [sys.executable, *command["run"].removeprefix("python").split(), "--url", api.url, "--json"]
+            result = subprocess.run(argv, cwd=project, capture_output=True, text=True, timeout=600)
+    if result.returncode != 0:
+        return [f"{command['name']}: `{command['run']}` exited {result.returncode}: {result.stderr.strip()[-300:]}"]
+    figures = json.loads(result.stdout)
+    return [f"{command['name']}: {problem}" for problem in shape_problems(figures, command["expect"], speed)]
+
+
+def shape_problems(figures: dict, expect: dict, speed: float) -> list[str]:
+    """Compare figures with an `expect` table: equal lists, "< x" / "> x" bounds, "scaled" by the speed."""
+    problems = []
+    for key, wanted in expect.items():
+        actual = figures.get(key)
+        if isinstance(wanted, list):
+            if actual != wanted:
+                problems.append(f"{key} is {actual}, expected {wanted}")
+            continue
+        operator, bound, *scaled = wanted.split()
+        limit = float(bound) * (speed if scaled == ["scaled"] else 1)
+        if actual is None or not (actual < limit if operator == "<" else actual > limit):
+            problems.append(f"{key} is {actual}, expected {operator} {limit:g}")
+    return problems
+
+
+def main() -> int:
+    """Parse the command line and run sync or check."""
+    parser = argparse.ArgumentParser(prog="python -m scripts.snapshots", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("command", choices=["sync", "check"])
+    parser.add_argument("--files-only", action="store_true", help="check: only (a), the file-level promises")
+    parser.add_argument("--speed", type=float, default=0.2, help="check: simulator speed for lesson commands")
+    args = parser.parse_args()
+    if args.command == "sync":
+        changed = sync()
+        print("\n".join(changed) if changed else "snapshots are in sync")
+        return 0
+    problems = check_files()
+    if not args.files_only:
+        with tempfile.TemporaryDirectory(prefix="lab-snapshots-") as workdir:
+            problems += check_suites_and_lessons(Path(workdir), args.speed)
+    for problem in problems:
+        print(f"FAIL {problem}")
+    print("snapshots: all promises hold" if not problems else f"snapshots: {len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    run(main)
