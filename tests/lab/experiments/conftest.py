@@ -1,0 +1,59 @@
+"""Fixtures of the experiment tests: a fake AI provider in a thread, and a real API process to measure."""
+
+import asyncio
+import os
+import subprocess
+import sys
+from types import SimpleNamespace
+from typing import Iterator
+
+import pytest
+from fastapi import FastAPI, Response
+
+from scripts import stack
+from tests.servers import serve
+
+UPSTREAM_DELAY_S = 0.1
+
+
+def fake_provider_app(delay_s: float) -> FastAPI:
+    """Answers POST /v1/embeddings after `delay_s`, and /failing/v1/embeddings with 500."""
+    app = FastAPI()
+
+    @app.post("/v1/embeddings")
+    async def embeddings() -> dict:
+        await asyncio.sleep(delay_s)
+        return {"object": "list", "data": []}
+
+    @app.post("/failing/v1/embeddings")
+    async def failing() -> Response:
+        return Response(status_code=500)
+
+    return app
+
+
+@pytest.fixture(scope="session")
+def upstream() -> Iterator[SimpleNamespace]:
+    """The fake provider on a real server in a thread: `url` (…/v1) and `delay_s`."""
+    with serve(fake_provider_app(UPSTREAM_DELAY_S)) as url:
+        yield SimpleNamespace(url=f"{url}/v1", delay_s=UPSTREAM_DELAY_S)
+
+
+@pytest.fixture(scope="session")
+def lab_api(database_url: str, upstream: SimpleNamespace) -> Iterator[str]:
+    """The API in a process of its own (THREAD_LIMIT=4) on the test database; yields its URL."""
+    env = {"DATABASE_URL": database_url, "THREAD_LIMIT": "4", "LAB_ROUTES": "true"}
+    with stack.api(upstream.url, env=env) as api:
+        yield api.url
+
+
+@pytest.fixture
+def run_command():
+    """Run `python -m scripts.<module> ARGS` from the project folder, as a student would."""
+
+    def run(module: str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+        command = [sys.executable, "-m", f"scripts.{module}", *args]
+        return subprocess.run(command, cwd=stack.PROJECT_ROOT, capture_output=True, text=True, timeout=180,
+                              env={**os.environ, **(env or {})})
+
+    return run

@@ -1,0 +1,42 @@
+"""`python -m scripts.thread_cliff`: the trivial def route waits once the slow ones hold every thread."""
+
+import asyncio
+import json
+
+from scripts.thread_cliff import find_cliff, measure_cliff
+from tests.servers import serve
+from ticket_api.main import create_app
+
+HOLD_MS = 400
+
+
+def test_the_cliff_is_the_first_level_where_the_trivial_route_waited():
+    rows = [{"in_flight": 20, "trivial_p50_ms": 2.0}, {"in_flight": 40, "trivial_p50_ms": 890.0},
+            {"in_flight": 60, "trivial_p50_ms": 950.0}]
+    assert find_cliff(rows, hold_ms=1000) == 40
+    assert find_cliff(rows[:1], hold_ms=1000) is None
+
+
+def test_the_command_starts_its_own_api_and_finds_the_cliff_at_the_thread_limit(run_command, database_url):
+    result = run_command("thread_cliff", "--thread-limit", "4", "--levels", "2,8", "--hold-ms", str(HOLD_MS),
+                         "--samples", "3", "--json", env={"DATABASE_URL": database_url})
+    assert result.returncode == 0, result.stderr
+    figures = json.loads(result.stdout)
+    below, above = figures["levels"]
+    assert figures["cliff_at"] == 8
+    assert below["trivial_p50_ms"] * 5 < above["trivial_p50_ms"]
+    # async routes need no thread: /health stays fast at both levels
+    assert max(below["health_p50_ms"], above["health_p50_ms"]) < HOLD_MS / 4
+
+
+def test_more_threads_than_slow_requests_means_no_cliff(make_settings, fake_provider):
+    with serve(create_app(make_settings(thread_limit=16), fake_provider)) as url:
+        rows = asyncio.run(measure_cliff(url, [8], hold_ms=HOLD_MS, samples=3))
+    assert find_cliff(rows, HOLD_MS) is None
+    assert rows[0]["slow_errors"] == 0
+
+
+def test_a_level_of_zero_is_a_usage_error(run_command):
+    result = run_command("thread_cliff", "--levels", "0,8")
+    assert result.returncode == 2
+    assert "integers >= 1" in result.stderr
