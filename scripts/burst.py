@@ -17,7 +17,7 @@ import time
 import httpx
 
 from scripts.cli import CommandError, run
-from scripts.dataset import KNOWN_CUSTOMER_IDS
+from scripts.stall import random_ticket
 
 FIGURES = {
     "db_in_use": "ticket_api_db_pool_in_use",
@@ -51,16 +51,14 @@ async def burst(url: str, tickets: int, interval: float, seed: int) -> dict:
                 samples.append(read_metrics((await client.get("/metrics")).text))
                 await asyncio.sleep(interval)
 
-        async def create(n: int) -> tuple[int, float]:
-            body = {"customer_id": rng.choice(KNOWN_CUSTOMER_IDS), "subject": f"Burst ticket {n}",
-                    "body": "Part of a burst: many customers write at the same moment."}
+        async def create(ticket: dict) -> tuple[int, float]:
             started = time.perf_counter()
-            response = await client.post("/v1/tickets", json=body)
+            response = await client.post("/v1/tickets", json=ticket)
             return response.status_code, (time.perf_counter() - started) * 1000
 
         watcher = asyncio.create_task(watch())
         started = time.perf_counter()
-        results = await asyncio.gather(*(create(n) for n in range(tickets)))
+        results = await asyncio.gather(*(create(random_ticket(rng)) for _ in range(tickets)))
         total_s = time.perf_counter() - started
         done.set()
         await watcher

@@ -1,6 +1,7 @@
 """Start and stop the lab's processes (simulator, API) for scripts and tests: free ports, stopped by pid."""
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -43,6 +44,7 @@ class Service:
         self.port = port
         self.url = f"http://127.0.0.1:{port}"
         self.env = {**os.environ, **(env or {})}
+        self._own_log_dir = log_dir is None  # a temporary folder, removed when the process ends cleanly
         self.log_path = Path(log_dir or tempfile.mkdtemp(prefix="lab-")) / f"{name}.log"
         self.process: subprocess.Popen | None = None
 
@@ -71,14 +73,18 @@ class Service:
 
     def stop(self, timeout_s: float = 35) -> int | None:
         """SIGTERM (graceful: in-flight requests finish), then SIGKILL after `timeout_s`; returns the exit code."""
-        if self.process is None or self.process.poll() is not None:
-            return None if self.process is None else self.process.returncode
-        _signal_group(self.process.pid, signal.SIGTERM)
-        try:
-            return self.process.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            _signal_group(self.process.pid, signal.SIGKILL)
-            return self.process.wait()
+        if self.process is None:
+            return None
+        if self.process.poll() is None:
+            _signal_group(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                _signal_group(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        if self._own_log_dir and self.process.returncode == 0:
+            shutil.rmtree(self.log_path.parent, ignore_errors=True)
+        return self.process.returncode
 
     def last_log_line(self) -> str:
         """The last non-empty line of the process's output."""

@@ -51,25 +51,29 @@ def ticket_requests(host: str, port: int) -> list[bytes]:
     return [build_request(host, port, path, operation) for path, operation in TICKET_CALLS]
 
 
-async def read_response(reader: asyncio.StreamReader) -> tuple[int, float]:
-    """Read one response; return its status and the `x-sim-delay-ms` header (or 0.0)."""
+async def read_response(reader: asyncio.StreamReader, capture: bytes = b"x-sim-delay-ms") -> tuple[int, str]:
+    """Read one response; return its status and the value of the header `capture` ("" if absent)."""
     head = await reader.readuntil(b"\r\n\r\n")
     status = int(head[9:12])
     length = 0
-    delay_ms = 0.0
+    captured = ""
+    prefix = capture + b":"
     for line in head.lower().split(b"\r\n")[1:]:
         if line.startswith(b"content-length:"):
             length = int(line[15:])
-        elif line.startswith(b"x-sim-delay-ms:"):
-            delay_ms = float(line[15:])
+        elif line.startswith(prefix):
+            captured = line[len(prefix):].strip().decode()
     if length:
         await reader.readexactly(length)
-    return status, delay_ms
+    return status, captured
 
 
 async def drive_connection(host: str, port: int, requests: list[bytes], offset: int, start_at: float,
-                           deadline: float, calls: list) -> None:
-    """From `start_at`, send requests back to back on one keep-alive connection until the deadline."""
+                           deadline: float, calls: list, capture: bytes = b"x-sim-delay-ms") -> None:
+    """From `start_at`, send requests back to back on one keep-alive connection until the deadline.
+
+    Each call is kept as (start, end, status, value of the `capture` header).
+    """
     await asyncio.sleep(start_at - time.monotonic())
     reader, writer = await asyncio.open_connection(host, port)
     try:
@@ -79,8 +83,8 @@ async def drive_connection(host: str, port: int, requests: list[bytes], offset: 
             index += 1
             started = time.monotonic()
             writer.write(request)
-            status, delay_ms = await read_response(reader)
-            calls.append((started, time.monotonic(), status, delay_ms))
+            status, captured = await read_response(reader, capture)
+            calls.append((started, time.monotonic(), status, captured))
     finally:
         writer.close()
 
@@ -103,18 +107,20 @@ async def probe_health(host: str, port: int, start_at: float, deadline: float, i
 
 
 async def run_load(host: str, port: int, connections: int, duration_s: float, health_interval_s: float,
-                   ramp_s: float = 0.0) -> dict:
+                   ramp_s: float = 0.0, requests: list[bytes] | None = None,
+                   capture: bytes = b"x-sim-delay-ms") -> dict:
     """Drive `connections` connections for `duration_s` seconds; return the raw measurements.
 
     Connections start evenly spread over the first `ramp_s` seconds, as real clients do; calls
-    started after the ramp are the ones to measure (`measure_from`).
+    started after the ramp are the ones to measure (`measure_from`). By default the requests are
+    the three calls of a ticket to the simulator; `python -m scripts.bench` passes its own.
     """
-    requests = ticket_requests(host, port)
+    requests = requests or ticket_requests(host, port)
     calls: list = []
     health_ms: list = []
     started = time.monotonic()
     deadline = started + ramp_s + duration_s
-    jobs = [drive_connection(host, port, requests, i, started + ramp_s * i / connections, deadline, calls)
+    jobs = [drive_connection(host, port, requests, i, started + ramp_s * i / connections, deadline, calls, capture)
             for i in range(connections)]
     if health_interval_s > 0:
         jobs.append(probe_health(host, port, started + ramp_s, deadline, health_interval_s, health_ms))
@@ -125,7 +131,7 @@ async def run_load(host: str, port: int, connections: int, duration_s: float, he
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the load; write one JSON line with every call's (start, end, status, delay_ms)."""
+    """Run the load; write one JSON line with every call's (start, end, status, x-sim-delay-ms)."""
     parser = cli.OneLineParser(prog="python -m simulator.loadgen", description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1", help="simulator address (default 127.0.0.1)")
     parser.add_argument("--port", type=int, required=True, help="simulator port")

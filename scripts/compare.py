@@ -1,0 +1,140 @@
+"""The course's comparison from nothing running: `python -m scripts.compare`.
+
+It starts the database, then a simulator (quota off) and the API for each INTAKE_MODE in turn, runs
+scripts.stall against each, prints the table beside the course's figures, and writes the figures
+(JSON, CSV), the chart of /health medians and one timeline per mode to an output folder.
+"""
+
+import argparse
+import asyncio
+import csv
+import json
+import statistics
+
+from scripts import charts
+from scripts.cli import CommandError, progress, run
+from scripts.lab_stack import Clock, format_table, output_folder, parse_modes, running_lab
+from scripts.measure import positive_float, positive_int
+from scripts.stall import draw_timeline, load_pyplot, measure_stall
+
+# The course team's figures: scripts.stall, median of 5 passes, simulated provider at speed 1, quota off.
+COURSE = {
+    "blocking": {"total_s": 18.8, "health_answers": 3, "health_median_ms": 8737.2, "health_slowest_ms": 9824.7},
+    "async": {"total_s": 5.4, "health_answers": 51, "health_median_ms": 3.4, "health_slowest_ms": 6.0},
+    "thread": {"total_s": 4.8, "health_answers": 45, "health_median_ms": 3.4, "health_slowest_ms": 5.4},
+}
+FIGURES = ("total_s", "health_answers", "health_median_ms", "health_slowest_ms")
+
+
+def measure_modes(lab, modes: list[str], passes: int, interval_s: float, seed: int | None, clock: Clock) -> dict:
+    """Every pass of scripts.stall against the API in each mode: {mode: [result, ...]}."""
+    runs = {}
+    for mode in modes:
+        with lab.api(mode) as api:
+            runs[mode] = []
+            for number in range(1, passes + 1):
+                progress(f"[{clock}] {mode}, pass {number}/{passes}: 8 tickets, 4 at a time ...")
+                pass_seed = None if seed is None else seed + number
+                result = asyncio.run(measure_stall(api.url, interval_s=interval_s, seed=pass_seed))
+                runs[mode].append({"mode": mode, "pass": number, "simulator_url": lab.simulator_url, **result})
+                progress(f"[{clock}] {mode}, pass {number}/{passes}: {result['total_s']:.1f} s, "
+                         f"/health median {shown_ms(result['health_median_ms'])}")
+    return runs
+
+
+def summarize(runs: dict) -> list[dict]:
+    """One row per mode: the median of each figure over its passes, next to the course's figures."""
+    rows = []
+    for mode, results in runs.items():
+        row = {"mode": mode, "passes": len(results), "api_url": results[0]["url"],
+               "simulator_url": results[0]["simulator_url"],
+               "statuses": sorted({status for result in results for status in result["statuses"]})}
+        for figure in FIGURES:
+            values = [result[figure] for result in results if result[figure] is not None]
+            row[figure] = statistics.median(values) if values else None
+        row["course"] = COURSE[mode]
+        rows.append(row)
+    return rows
+
+
+def shown_ms(ms: float | None) -> str:
+    """Seconds for a stalled /health, milliseconds for a free one, `-` without answers."""
+    return "-" if ms is None else charts.readable_ms(ms)
+
+
+def render(rows: list[dict], passes: int, speed: float) -> str:
+    """The comparison table, the course's figures on the right."""
+    headers = ["INTAKE_MODE", "8 tickets", "/health answers", "median", "slowest", "|",
+               "course: 8 tickets", "answers", "median", "slowest"]
+    lines = []
+    for row in rows:
+        course = row["course"]
+        lines.append([row["mode"], f"{row['total_s']:.1f} s", f"{row['health_answers']:g}",
+                      shown_ms(row["health_median_ms"]), shown_ms(row["health_slowest_ms"]), "|",
+                      f"{course['total_s']:.1f} s", str(course["health_answers"]),
+                      shown_ms(course["health_median_ms"]), shown_ms(course["health_slowest_ms"])])
+    title = f"scripts.stall per INTAKE_MODE, median of {passes} pass{'es' if passes > 1 else ''}"
+    title += "; course: median of 5 passes" if speed == 1 else f" at simulator speed {speed:g} (the course ran at 1)"
+    return title + "\n" + format_table(headers, lines)
+
+
+def write_files(folder, rows: list[dict], runs: dict, speed: float, draw: bool) -> list[str]:
+    """compare.json (everything), compare.csv (the table), the chart and one timeline per mode."""
+    written = [folder / "compare.json", folder / "compare.csv"]
+    written[0].write_text(json.dumps({"speed": speed, "rows": rows, "runs": runs}, indent=2))
+    with open(written[1], "w", newline="") as file:
+        writer = csv.writer(file)
+        writer.writerow(["mode", "passes", *FIGURES, *(f"course_{figure}" for figure in FIGURES)])
+        for row in rows:
+            writer.writerow([row["mode"], row["passes"], *(row[f] for f in FIGURES),
+                             *(row["course"][f] for f in FIGURES)])
+    if draw:
+        note = "" if speed == 1 else f" (speed {speed:g})"
+        written.append(folder / "health-medians.svg")
+        charts.draw_health_medians(rows, str(written[-1]), note)
+        for mode, results in runs.items():
+            typical = sorted(results, key=lambda result: result["total_s"])[len(results) // 2]
+            written.append(folder / f"timeline-{mode}.svg")
+            draw_timeline(typical, str(written[-1]), f"INTAKE_MODE={mode}: 8 tickets, 4 at a time, and GET /health")
+    return [str(path) for path in written]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the command line, run the comparison, print and write it; exit code 1 if a ticket failed."""
+    parser = argparse.ArgumentParser(prog="python -m scripts.compare", description=__doc__.splitlines()[0],
+                                     epilog="Exit codes: 0 every ticket answered 201, 1 some did not, "
+                                            "2 a port is in use, a start-up failed or bad arguments.")
+    parser.add_argument("--modes", type=parse_modes, default=["blocking", "async", "thread"],
+                        help="INTAKE_MODE values in the order to run (default blocking,async,thread)")
+    parser.add_argument("--passes", type=positive_int, default=1, help="runs per mode; the table shows medians (default 1)")
+    parser.add_argument("--speed", type=positive_float, default=1.0,
+                        help="the simulator's speed: 0.05 for a quick check (default 1, as in the course)")
+    parser.add_argument("--interval", type=positive_float,
+                        help="seconds between /health probes (default 0.1 x speed, so the answers stay comparable)")
+    parser.add_argument("--seed", type=int, help="seed for the tickets' customers and texts (default: random)")
+    parser.add_argument("--out", help="output folder (default .lab/compare-DATE-TIME)")
+    parser.add_argument("--json", action="store_true", help="print the rows as JSON instead of the table")
+    args = parser.parse_args(argv)
+
+    try:
+        load_pyplot()
+        draw = True
+    except CommandError as exc:
+        progress(f"warning: no charts: {exc}")
+        draw = False
+    folder = output_folder(args.out, "compare")
+    clock = Clock()
+    with running_lab(args.speed, folder / "logs", clock) as lab:
+        runs = measure_modes(lab, args.modes, args.passes, args.interval or 0.1 * args.speed, args.seed, clock)
+    rows = summarize(runs)
+    written = write_files(folder, rows, runs, args.speed, draw)
+    if args.json:
+        print(json.dumps({"rows": rows, "files": written}))
+    else:
+        print(render(rows, args.passes, args.speed))
+    progress(f"[{clock}] wrote {len(written)} files to {folder}")
+    return 0 if all(row["statuses"] == [201] for row in rows) else 1
+
+
+if __name__ == "__main__":
+    run(main)

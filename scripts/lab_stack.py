@@ -1,0 +1,162 @@
+"""The whole lab for one experiment, from nothing: the database, then a simulator (quota off) and the API per mode.
+
+`scripts.compare` and `scripts.capacity` share it. Whatever it starts is stopped by pid when the
+`with` block ends: normally, on an error, on Ctrl+C and on SIGTERM.
+"""
+
+import argparse
+import os
+import signal
+import subprocess
+import time
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Iterator
+
+from scripts import stack
+from scripts.cli import progress
+from scripts.db import init
+from ticket_api.config import load_settings
+from ticket_api.database import connect, resolve_dsn, shown_dsn
+
+MODES = ("blocking", "async", "thread")
+STOP_TIMEOUT_S = 10  # SIGKILL after this; every request has finished by then in these experiments
+
+
+class Lab:
+    """The running database; `api(mode)` starts a simulator and the API in that mode on top of it."""
+
+    def __init__(self, dsn: str, speed: float, log_dir: Path, clock: "Clock"):
+        self.dsn = dsn
+        self.speed = speed
+        self.log_dir = log_dir
+        self.clock = clock
+        self.simulator_url: str | None = None
+
+    @contextmanager
+    def api(self, mode: str, workers: int = 1) -> Iterator[stack.Service]:
+        """The API in INTAKE_MODE=`mode` with `workers` processes, in front of a simulator of its own.
+
+        A fresh simulator per mode replays the same seeded provider latencies to every mode, so the
+        modes differ only in how they wait.
+        """
+        folder = self.log_dir / mode
+        with started(stack.simulator(speed=self.speed, quota=0, log_dir=folder)) as simulator:
+            self.simulator_url = simulator.url
+            env = {"INTAKE_MODE": mode, "DATABASE_URL": self.dsn}
+            with started(stack.api(f"{simulator.url}/v1", env=env, workers=workers, log_dir=folder)) as api:
+                progress(f"[{self.clock}] {mode}: simulator at {simulator.url} (speed {self.speed:g}, quota off), "
+                         f"API at {api.url}")
+                yield api
+
+    def last_ticket_id(self) -> int:
+        """The highest ticket id now: tickets created from now on have higher ones."""
+        with connect(self.dsn) as conn:
+            return conn.execute("SELECT coalesce(max(id), 0) FROM tickets").fetchone()[0]
+
+    def provider_time(self, after_id: int) -> tuple[int, float | None]:
+        """(tickets saved, mean provider seconds per ticket: classify + draft + embed) after `after_id`."""
+        with connect(self.dsn) as conn:
+            count, mean_ms = conn.execute(
+                "SELECT count(*), avg(classify_ms + draft_ms + embed_ms) FROM ticket_ai_results WHERE ticket_id > %s",
+                (after_id,),
+            ).fetchone()
+        return count, None if mean_ms is None else float(mean_ms) / 1000
+
+
+@contextmanager
+def running_lab(speed: float, log_dir: Path, clock: "Clock") -> Iterator[Lab]:
+    """Start the database (the small data set loaded if missing); SIGTERM stops everything like Ctrl+C."""
+    with sigterm_as_interrupt():
+        # The parent starts the embedded server and so owns its lifetime; the APIs get its URL.
+        dsn = resolve_dsn(load_settings())
+        progress(f"database {shown_dsn(dsn)}: {init(dsn, 'small')}")
+        yield Lab(dsn, speed, log_dir, clock)
+
+
+@contextmanager
+def started(service: stack.Service) -> Iterator[stack.Service]:
+    """Start the service; stop it when the block ends, however it ends."""
+    try:
+        yield service.start()
+    finally:
+        with signals_ignored():  # a second Ctrl+C must not leave the process behind
+            service.stop(STOP_TIMEOUT_S)
+
+
+def stop_process(process: subprocess.Popen) -> None:
+    """SIGTERM to the process's group, SIGKILL if it has not stopped after 10 s."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        if process.poll() is not None:
+            return
+        try:
+            os.killpg(process.pid, sig)
+            process.wait(10)
+        except ProcessLookupError:
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Inside the block, SIGTERM acts like Ctrl+C, so every `finally` stops what it started."""
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
+def signals_ignored() -> Iterator[None]:
+    """Ignore Ctrl+C and SIGTERM for the length of the block."""
+    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def output_folder(out: str | None, name: str) -> Path:
+    """The folder `out`, or a new `.lab/NAME-YYYYmmdd-HHMMSS` in the project (.lab is not committed)."""
+    folder = Path(out) if out else stack.PROJECT_ROOT / ".lab" / f"{name}-{datetime.now():%Y%m%d-%H%M%S}"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def parse_modes(text: str) -> list[str]:
+    """`blocking,async,thread` as a list of INTAKE_MODE values (an argparse type)."""
+    modes = [part.strip() for part in text.split(",") if part.strip()]
+    unknown = [mode for mode in modes if mode not in MODES]
+    if not modes or unknown:
+        raise argparse.ArgumentTypeError(f"{text!r}: give one or more of {', '.join(MODES)}, separated by commas")
+    return modes
+
+
+class Clock:
+    """Time since the experiment started, shown as `m:ss` in progress lines."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+
+    def __str__(self) -> str:
+        minutes, seconds = divmod(int(time.monotonic() - self.started), 60)
+        return f"{minutes}:{seconds:02d}"
+
+
+def format_table(headers: list[str], rows: list[list[str]]) -> str:
+    """Columns padded to their widest cell: the first one left-aligned, the others right-aligned."""
+    widths = [max(len(str(cell)) for cell in column) for column in zip(headers, *rows)]
+
+    def line(cells: list[str]) -> str:
+        padded = [str(cell).ljust(w) if i == 0 else str(cell).rjust(w) for i, (cell, w) in enumerate(zip(cells, widths))]
+        return "  ".join(padded).rstrip()
+
+    return "\n".join(line(cells) for cells in [headers, *rows])

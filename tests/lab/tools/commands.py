@@ -1,0 +1,24 @@
+"""Run the lab's scripts as a student does, in a child process, and check what they leave behind."""
+
+import os
+import socket
+import subprocess
+import sys
+from urllib.parse import urlsplit
+
+from scripts.stack import PROJECT_ROOT
+
+
+def run_module(module: str, *args: str, env: dict[str, str] | None = None,
+               timeout_s: float = 180) -> subprocess.CompletedProcess:
+    """`python -m module args...` from the project folder; its output as text."""
+    return subprocess.run([sys.executable, "-m", module, *args], cwd=PROJECT_ROOT, capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=timeout_s)
+
+
+def listening(url: str) -> bool:
+    """True if something accepts connections at the URL's host and port."""
+    parts = urlsplit(url)
+    with socket.socket() as sock:
+        sock.settimeout(1)
+        return sock.connect_ex((parts.hostname, parts.port)) == 0

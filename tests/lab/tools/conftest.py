@@ -1,0 +1,44 @@
+"""Fixtures of the tools' tests: a database with the small data set, and the API served with a fake provider."""
+
+from contextlib import contextmanager
+from typing import Iterator
+
+import pytest
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from scripts.db import init
+from tests.fakes import FakeProvider
+from tests.servers import serve
+from ticket_api.config import load_settings
+from ticket_api.database import connect
+from ticket_api.main import create_app
+
+
+@pytest.fixture(scope="session")
+def lab_database_url(database_url: str) -> Iterator[str]:
+    """A database of its own with the small data set (customers 1..300, as the scripts expect); dropped after."""
+    name = f"{conninfo_to_dict(database_url)['dbname']}_tools"
+    with connect(database_url, autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        admin.execute(f"CREATE DATABASE {name}")
+    url = make_conninfo(database_url, dbname=name)
+    try:
+        init(url, "small")
+        yield url
+    finally:
+        with connect(database_url, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture
+def served_api(lab_database_url: str):
+    """`with served_api(mode, provider) as url:` the API on a real server in a thread, on the small data set."""
+
+    @contextmanager
+    def start(mode: str, provider: FakeProvider) -> Iterator[str]:
+        settings = load_settings(_env_file=None, database_url=lab_database_url, intake_mode=mode,
+                                 db_pool_min_size=1, log_level="WARNING")
+        with serve(create_app(settings, provider)) as url:
+            yield url
+
+    return start

@@ -1,0 +1,96 @@
+"""`python -m scripts.capacity` and locustfiles/tickets.py: Locust's figures, the Little's-law limit, the table.
+
+Locust runs in child processes only: importing it here would monkey-patch this test process.
+"""
+
+import json
+from pathlib import Path
+
+from scripts.capacity import locust_percentile, read_locust_json, render, run_locust, summarize
+from scripts.charts import draw_capacity
+from tests.fakes import FakeProvider
+from tests.lab.tools.commands import listening, run_module
+from ticket_api.errors import ProviderBusy
+
+
+def test_percentiles_are_locusts_own_over_its_rounded_times():
+    times = {"96": 1, "2200": 6, "2300": 2, "18000": 1}
+    assert locust_percentile(times, 0.5) == 2200.0
+    assert locust_percentile(times, 0.95) == 18000.0
+    assert locust_percentile({"100": 50, "200": 50}, 0.5) == 200.0  # Locust rounds its median up
+    assert locust_percentile({}, 0.5) is None
+
+
+def test_tickets_per_second_counts_successes_from_the_tests_start_to_the_last_answer(tmp_path):
+    entries = [
+        {"name": "/v1/tickets", "method": "POST", "num_requests": 140, "num_failures": 4, "start_time": 1000.0,
+         "last_request_timestamp": 1040.0, "response_times": {"2200": 100, "2400": 40}},
+        {"name": "/v1/tickets?customer_id=[id]", "method": "GET", "num_requests": 500, "num_failures": 0,
+         "start_time": 1000.0, "last_request_timestamp": 1040.0, "response_times": {"5": 500}},
+    ]
+    (tmp_path / "run.json").write_text(json.dumps(entries))
+    figures = read_locust_json(str(tmp_path / "run.json"))
+    assert figures == {"requests": 140, "failures": 4, "tickets_per_s": 136 / 40, "p50_ms": 2200.0, "p95_ms": 2400.0}
+    (tmp_path / "none.json").write_text("[]")
+    assert read_locust_json(str(tmp_path / "none.json"))["tickets_per_s"] == 0.0
+
+
+def a_run(mode: str, users: int, tickets_per_s: float, provider_s: float, **extra) -> dict:
+    """One run's figures as measure_modes records them, with the limit from `provider_s`."""
+    limit = users / provider_s
+    return {"mode": mode, "users": users, "tickets_per_s": tickets_per_s, "p50_ms": 2200.0, "p95_ms": 2900.0,
+            "failures": 0, "provider_s_per_ticket": provider_s, "limit_per_s": limit,
+            "of_limit": tickets_per_s / limit, "api_cpu_ms_per_ticket": 5.0, "api_cpu_share": 0.02,
+            "locust_cpu_share": 0.01, **extra}
+
+
+def test_rows_are_medians_over_passes_with_the_course_only_at_8_users():
+    runs = [a_run("async", 8, 3.4, 2.25), a_run("async", 8, 3.5, 2.2), a_run("async", 8, 3.3, 2.3),
+            a_run("thread", 32, 9.0, 2.3, failures=2), a_run("thread", 32, 9.5, 2.3, failures=1)]
+    free, thread = summarize(runs)
+    assert free["passes"] == 3 and free["tickets_per_s"] == 3.4 and free["provider_s_per_ticket"] == 2.25
+    assert free["course"] == {"tickets_per_s": 3.47, "p50_ms": 2146.6, "p95_ms": 2734.2}
+    assert thread["course"] is None and thread["failures"] == 3 and thread["tickets_per_s"] == 9.25
+    table = render([free, thread], duration_s=40, passes=3)
+    assert "median of 3 passes" in table and "users ÷ provider time per ticket" in table
+    assert "2,200 ms" in table and "3.56" in table and "3.47" in table and "2,734.2 ms" in table
+
+
+def test_the_chart_marks_each_limit(tmp_path):
+    rows = summarize([a_run("thread", 8, 3.2, 2.3), a_run("blocking", 8, 0.4, 2.2), a_run("async", 8, 3.5, 2.25)])
+    draw_capacity(rows, str(tmp_path / "capacity.svg"))
+    svg = (tmp_path / "capacity.svg").read_text()
+    assert "Little" in svg and "0.40" in svg and "3.50" in svg
+
+
+def test_the_locustfile_names_failures_by_error_code(served_api, tmp_path):
+    with served_api("async", FakeProvider(0.01, error=ProviderBusy("quota spent", retry_after=30))) as url:
+        figures = run_locust(url, users=2, duration_s=2, workers=0, prefix=str(tmp_path / "busy"))
+    assert figures["requests"] > 0 and figures["failures"] == figures["requests"]
+    report = Path(figures["locust_log"]).read_text().split("Error report")[-1]
+    assert f"{figures['failures']}" in report and "ai_busy (503)" in report
+    assert figures["tickets_per_s"] == 0.0
+
+
+def test_distributed_locust_counts_the_workers_tickets(served_api, tmp_path):
+    with served_api("async", FakeProvider(0.02)) as url:
+        figures = run_locust(url, users=4, duration_s=3, workers=2, prefix=str(tmp_path / "spread"))
+    assert figures["failures"] == 0 and figures["requests"] > 20
+    assert figures["p50_ms"] >= 60  # three calls of 20 ms each
+    # a closed loop of 4 users at ~70 ms a ticket; generous for two busy cores
+    assert 4 / 0.07 * 0.3 < figures["tickets_per_s"] < 4 / 0.06 * 1.1
+
+
+def test_a_short_run_finds_async_near_its_limit_and_blocking_far_below(lab_database_url, tmp_path):
+    result = run_module("scripts.capacity", "--modes", "async,blocking", "--users", "4", "--duration", "5",
+                        "--speed", "0.05", "--json", "--out", str(tmp_path), env={"DATABASE_URL": lab_database_url})
+    assert result.returncode == 0, result.stderr
+    figures = json.loads(result.stdout)
+    free, blocking = figures["rows"]
+    assert (free["mode"], blocking["mode"]) == ("async", "blocking")
+    assert 0.1 < free["provider_s_per_ticket"] < 0.2  # about 2.2 s x 0.05
+    assert 0.6 < free["of_limit"] <= 1.02
+    assert blocking["tickets_per_s"] < 0.5 * free["tickets_per_s"]
+    assert all(run["tickets_saved"] == run["requests"] for run in figures["runs"])
+    assert (tmp_path / "capacity.svg").exists() and (tmp_path / "capacity.csv").read_text().startswith("mode,users")
+    assert not any(listening(run["simulator_url"]) or listening(run["api_url"]) for run in figures["runs"])

@@ -1,0 +1,108 @@
+"""`python -m scripts.stall`: the course's two lines, its figures, and the stall it shows in blocking mode."""
+
+import asyncio
+import json
+import random
+import re
+
+import httpx
+
+from scripts import dataset
+from scripts.stall import ai_time_ms, error_code, measure_stall, random_ticket, report
+from tests.fakes import FakeProvider
+from tests.lab.tools.commands import run_module
+from ticket_api.errors import ProviderBusy
+
+CALL_S = 0.05  # the fake provider's time per call: a ticket's AI work is 3 calls
+TWO_LINES = re.compile(r"8 tickets, 4 at a time: \d+\.\d s, status codes \[201\]\n"
+                       r"GET /health during that time: \d+ answers, median \d+\.\d ms, slowest \d+\.\d ms\n")
+
+
+def a_result(**changes) -> dict:
+    """A stall result as measure_stall returns it, with the course's figures."""
+    runs = [{"ticket": n, "status": 201, "error": None} for n in range(1, 9)]
+    result = {"tickets": 8, "concurrency": 4, "total_s": 18.8234, "statuses": [201], "ticket_runs": runs,
+              "health_answers": 3, "health_median_ms": 8737.24, "health_slowest_ms": 9824.66}
+    return {**result, **changes}
+
+
+def test_the_report_is_the_courses_two_lines():
+    assert report(a_result()) == ("8 tickets, 4 at a time: 18.8 s, status codes [201]\n"
+                                  "GET /health during that time: 3 answers, median 8737.2 ms, slowest 9824.7 ms")
+
+
+def test_the_report_lists_every_status_and_the_tickets_without_an_answer():
+    runs = [{"status": 201}, {"status": 503}, {"status": None}]
+    text = report(a_result(statuses=[201, 503], ticket_runs=runs, health_answers=0))
+    assert text.splitlines() == ["8 tickets, 4 at a time: 18.8 s, status codes [201, 503], 1 without an answer",
+                                 "GET /health during that time: 0 answers"]
+
+
+def test_random_tickets_are_known_customers_with_varied_texts_and_follow_the_seed():
+    tickets = [random_ticket(random.Random(7)) for _ in range(3)]
+    assert tickets[0] == tickets[1] == tickets[2]
+    rng = random.Random(1)
+    many = [random_ticket(rng) for _ in range(50)]
+    assert all(ticket["customer_id"] in dataset.KNOWN_CUSTOMER_IDS for ticket in many)
+    assert len({ticket["subject"] for ticket in many}) > 25
+    assert len({ticket["body"] for ticket in many}) > 40
+    assert all(ticket["subject"] in ticket["body"] or ticket["subject"][1:] in ticket["body"] for ticket in many)
+
+
+def test_the_error_code_and_the_provider_time_come_from_the_answer():
+    busy = httpx.Response(503, json={"error": "ai_busy", "detail": "quota"})
+    created = httpx.Response(201, json={}, headers={"Server-Timing": "db;dur=9.5, ai;dur=2210.4, total;dur=2227.0"})
+    assert error_code(busy) == "ai_busy"
+    assert error_code(httpx.Response(500, text="oops")) == "http_500"
+    assert error_code(created) is None
+    assert ai_time_ms(created) == 2210.4
+    assert ai_time_ms(busy) is None
+
+
+def stall_in(served_api, mode: str) -> dict:
+    """One stall run against the API in `mode`, with a provider that takes CALL_S a call."""
+    with served_api(mode, FakeProvider(CALL_S)) as url:
+        return asyncio.run(measure_stall(url, interval_s=0.02, seed=1))
+
+
+def test_blocking_mode_stalls_health_and_serializes_the_tickets(served_api):
+    blocking, free = stall_in(served_api, "blocking"), stall_in(served_api, "async")
+    assert blocking["statuses"] == free["statuses"] == [201]
+    assert len(blocking["ticket_runs"]) == 8 and len(blocking["probes"]) == blocking["health_answers"] >= 1
+    assert blocking["total_s"] > 6 * 3 * CALL_S  # 8 tickets' AI work one after another, not 2 rounds of 4
+    assert free["total_s"] < 0.5 * blocking["total_s"]
+    assert free["health_answers"] >= 5
+    assert blocking["health_median_ms"] > 1.5 * CALL_S * 1000  # /health waited for the AI work of tickets
+    assert blocking["health_median_ms"] > 20 * free["health_median_ms"]
+    assert all(run["ai_ms"] >= 3 * CALL_S * 1000 * 0.9 for run in free["ticket_runs"])
+
+
+def test_the_command_prints_two_lines_and_draws_the_timeline(served_api, tmp_path):
+    timeline = tmp_path / "timeline.svg"
+    with served_api("async", FakeProvider(CALL_S)) as url:
+        result = run_module("scripts.stall", "--url", url, "--timeline", str(timeline))
+        as_json = run_module("scripts.stall", "--url", url, "--json", "--tickets", "3", "--concurrency", "2")
+    assert result.returncode == 0, result.stderr
+    assert TWO_LINES.fullmatch(result.stdout)
+    assert timeline.read_text().lstrip().startswith("<?xml") and "ticket 8" in timeline.read_text()
+    figures = json.loads(as_json.stdout)
+    assert figures["statuses"] == [201] and figures["tickets"] == 3 and figures["concurrency"] == 2
+    assert [run["ticket"] for run in figures["ticket_runs"]] == [1, 2, 3]
+    assert all(run["end_s"] > run["start_s"] for run in figures["ticket_runs"])
+    assert all(set(probe) == {"start_s", "ms"} for probe in figures["probes"])
+
+
+def test_a_spent_quota_is_explained_after_the_two_lines(served_api):
+    with served_api("async", FakeProvider(0.01, error=ProviderBusy("quota spent", retry_after=30))) as url:
+        result = run_module("scripts.stall", "--url", url)
+    assert result.returncode == 1
+    assert result.stdout.splitlines()[0].endswith("status codes [503]")
+    assert "quota" in result.stderr and "python -m simulator --quota 0" in result.stderr
+    assert "/admin/quota" in result.stderr
+
+
+def test_an_api_that_is_not_running_is_one_line_and_exit_2():
+    result = run_module("scripts.stall", "--url", "http://127.0.0.1:9")
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.splitlines()[-1].startswith("error: cannot reach the API at http://127.0.0.1:9")
