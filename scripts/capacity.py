@@ -123,7 +123,7 @@ def measure_modes(lab, args: argparse.Namespace, folder, clock: Clock) -> list[d
                     saved, provider_s = lab.provider_time(before_id)
                     limit = users / provider_s if provider_s else None
                     runs.append({"mode": mode, "users": users, "pass": number, "api_url": api.url,
-                                 "simulator_url": lab.simulator_url, **figures,
+                                 "simulator_url": lab.simulator.url, **figures,
                                  "tickets_saved": saved, "provider_s_per_ticket": provider_s, "limit_per_s": limit,
                                  "of_limit": figures["tickets_per_s"] / limit if limit else None,
                                  "api_cpu_ms_per_ticket": api_cpu_s * 1000 / saved if saved else None,

@@ -36,7 +36,7 @@ def measure_modes(lab, modes: list[str], passes: int, interval_s: float, seed: i
                 progress(f"[{clock}] {mode}, pass {number}/{passes}: 8 tickets, 4 at a time ...")
                 pass_seed = None if seed is None else seed + number
                 result = asyncio.run(measure_stall(api.url, interval_s=interval_s, seed=pass_seed))
-                runs[mode].append({"mode": mode, "pass": number, "simulator_url": lab.simulator_url, **result})
+                runs[mode].append({"mode": mode, "pass": number, "simulator_url": lab.simulator.url, **result})
                 progress(f"[{clock}] {mode}, pass {number}/{passes}: {result['total_s']:.1f} s, "
                          f"/health median {shown_ms(result['health_median_ms'])}")
     return runs

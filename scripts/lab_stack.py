@@ -32,20 +32,20 @@ class Lab:
         self.speed = speed
         self.log_dir = log_dir
         self.clock = clock
-        self.simulator_url: str | None = None
+        self.simulator: stack.Service | None = None
 
     @contextmanager
-    def api(self, mode: str, workers: int = 1) -> Iterator[stack.Service]:
-        """The API in INTAKE_MODE=`mode` with `workers` processes, in front of a simulator of its own.
+    def api(self, mode: str, workers: int = 1, env: dict[str, str] | None = None) -> Iterator[stack.Service]:
+        """The API in INTAKE_MODE=`mode` (and `env`) with `workers` processes, in front of a simulator of its own.
 
         A fresh simulator per mode replays the same seeded provider latencies to every mode, so the
         modes differ only in how they wait.
         """
         folder = self.log_dir / mode
         with started(stack.simulator(speed=self.speed, quota=0, log_dir=folder)) as simulator:
-            self.simulator_url = simulator.url
-            env = {"INTAKE_MODE": mode, "DATABASE_URL": self.dsn}
-            with started(stack.api(f"{simulator.url}/v1", env=env, workers=workers, log_dir=folder)) as api:
+            self.simulator = simulator
+            settings = {"INTAKE_MODE": mode, "DATABASE_URL": self.dsn, **(env or {})}
+            with started(stack.api(f"{simulator.url}/v1", env=settings, workers=workers, log_dir=folder)) as api:
                 progress(f"[{self.clock}] {mode}: simulator at {simulator.url} (speed {self.speed:g}, quota off), "
                          f"API at {api.url}")
                 yield api

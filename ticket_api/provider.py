@@ -7,32 +7,38 @@ from contextlib import contextmanager
 from typing import Iterator
 
 import httpx
+import httpx2
 import orjson
 
 from ticket_api.config import Settings
 from ticket_api.errors import ProviderBusy, ProviderTimeout, ProviderUnavailable
 
 JSON_HEADERS = {"Content-Type": "application/json"}
+# httpx2 is the maintained fork of httpx, with the same API. httpx 0.28's connection pool spends
+# CPU that grows with the connections in use, which caps async intake far below its limit at
+# 128 users (README, "Performance"); it stays selectable to show that.
+HTTP_CLIENTS = {"httpx2": httpx2, "httpx": httpx}
 
 
 class Provider:
     """One client of each kind per process, made in the lifespan; `in_flight` counts calls under way."""
 
     def __init__(self, settings: Settings, transport=None):
+        self.http = HTTP_CLIENTS[settings.provider_http_client]
         options = {
-            "transport": transport,  # tests may pass an httpx.MockTransport
+            "transport": transport,  # tests may pass an httpx2.MockTransport
             "base_url": settings.provider_url,
             "headers": {"Authorization": f"Bearer {settings.provider_api_key.get_secret_value()}"},
             # The pool must never be the hidden limit: it is as large as PROVIDER_MAX_CONNECTIONS,
             # and a call that waits too long for a free connection fails instead of hanging.
-            "limits": httpx.Limits(
+            "limits": self.http.Limits(
                 max_connections=settings.provider_max_connections,
                 max_keepalive_connections=settings.provider_max_connections,
             ),
-            "timeout": httpx.Timeout(settings.provider_timeout_s, connect=min(5.0, settings.provider_timeout_s)),
+            "timeout": self.http.Timeout(settings.provider_timeout_s, connect=min(5.0, settings.provider_timeout_s)),
         }
-        self._client = httpx.Client(**options)
-        self._aclient = httpx.AsyncClient(**options)
+        self._client = self.http.Client(**options)
+        self._aclient = self.http.AsyncClient(**options)
         cap = settings.provider_max_concurrency
         self._sync_slots = threading.BoundedSemaphore(cap) if cap else None
         self._slots = asyncio.Semaphore(cap) if cap else None
@@ -59,12 +65,12 @@ class Provider:
                 response = await self._apost(path, body)
         return _check(response), (time.perf_counter() - started) * 1000
 
-    def _post(self, path: str, body: dict) -> httpx.Response:
-        with self._counted(), _transport_errors():
+    def _post(self, path: str, body: dict) -> httpx2.Response:
+        with self._counted(), _transport_errors(self.http):
             return self._client.post(path, content=orjson.dumps(body), headers=JSON_HEADERS)
 
-    async def _apost(self, path: str, body: dict) -> httpx.Response:
-        with self._counted(), _transport_errors():
+    async def _apost(self, path: str, body: dict) -> httpx2.Response:
+        with self._counted(), _transport_errors(self.http):
             return await self._aclient.post(path, content=orjson.dumps(body), headers=JSON_HEADERS)
 
     @contextmanager
@@ -84,18 +90,18 @@ class Provider:
 
 
 @contextmanager
-def _transport_errors() -> Iterator[None]:
+def _transport_errors(http) -> Iterator[None]:
     try:
         yield
-    except httpx.PoolTimeout:
+    except http.PoolTimeout:
         raise ProviderBusy("no free connection to the AI provider (PROVIDER_MAX_CONNECTIONS)", retry_after=1) from None
-    except httpx.TimeoutException:
+    except http.TimeoutException:
         raise ProviderTimeout("the AI provider did not answer within PROVIDER_TIMEOUT_S") from None
-    except httpx.TransportError as exc:
+    except http.TransportError as exc:
         raise ProviderUnavailable(f"cannot reach the AI provider: {type(exc).__name__}") from None
 
 
-def _check(response: httpx.Response) -> dict:
+def _check(response: httpx2.Response) -> dict:
     if response.status_code == 429:
         retry_after = _seconds(response.headers.get("Retry-After"))
         raise ProviderBusy("the AI provider's quota is spent; retry later", retry_after=retry_after)

@@ -1,0 +1,204 @@
+"""How close async intake gets to the physical limit: `python -m scripts.bench` (a benchmark, not a test).
+
+With N users each creating tickets back to back, no design beats N ÷ T tickets per second, where
+T is the time of one ticket (Little's law). The bench measures T with 2 users, then async intake
+at 8, 128 and 256 users and thread intake at 128, all on this machine: load generator, simulator
+(speed 1, quota off), PostgreSQL and API together. It prints each level's tickets per second, the
+limit and the ratio, latencies, the CPU each process spent per ticket and /health's p99, and
+checks the lab's targets.
+"""
+
+import argparse
+import json
+import os
+import platform
+import random
+import statistics
+import time
+from dataclasses import asdict, dataclass
+
+import orjson
+import psutil
+import uvloop
+
+from scripts.cli import progress, run
+from scripts.lab_stack import Clock, format_table, output_folder, running_lab
+from scripts.measure import percentile
+from scripts.stall import random_ticket
+from simulator.loadgen import run_load
+from ticket_api.embedded import PGDATA
+
+HEALTH_INTERVAL_S = 0.1
+TARGETS = {8: 0.95, 128: 0.90, 256: 0.85}  # async tickets/s as a share of the limit
+HEALTH_P99_TARGET_MS = 50  # at 128 users
+OVERHEAD_P50_TARGET_MS = 10  # server time minus provider time, at 8 users
+
+
+@dataclass
+class Level:
+    """The figures of one mode at one number of users."""
+
+    mode: str
+    users: int
+    tickets: int
+    failed: int
+    tickets_per_s: float
+    limit: float
+    ratio: float
+    p50_ms: float
+    p95_ms: float
+    overhead_p50_ms: float
+    health_p99_ms: float
+    cpu_ms_per_ticket: dict
+
+
+def ticket_requests(host: str, port: int, count: int = 500, seed: int = 7) -> list[bytes]:
+    """Ready-to-send POST /v1/tickets requests with varied customers, subjects and bodies."""
+    rng = random.Random(seed)
+    requests = []
+    for _ in range(count):
+        body = orjson.dumps(random_ticket(rng))
+        head = (f"POST /v1/tickets HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n")
+        requests.append(head.encode() + body)
+    return requests
+
+
+def server_timing(value: str) -> dict[str, float]:
+    """`db;dur=9.5, ai;dur=2130.2, ...` as {"db": 9.5, "ai": 2130.2, ...}."""
+    parts = (part.strip().partition(";dur=") for part in value.split(","))
+    return {name: float(duration) for name, _, duration in parts if duration}
+
+
+def processes(api_pid: int, simulator_pid: int) -> dict[str, list[psutil.Process]]:
+    """The processes whose CPU time the bench counts, by role."""
+    postmaster = psutil.Process(int((PGDATA / "postmaster.pid").read_text().split()[0]))
+
+    def family(pid: int) -> list[psutil.Process]:
+        parent = psutil.Process(pid)
+        return [parent, *parent.children(recursive=True)]
+
+    return {"api": family(api_pid), "simulator": family(simulator_pid), "postgres": [postmaster, *postmaster.children()],
+            "generator": [psutil.Process(os.getpid())]}
+
+
+def cpu_seconds(groups: dict[str, list[psutil.Process]]) -> dict[str, float]:
+    """CPU seconds (user + system) each group has used so far."""
+    totals = {}
+    for role, members in groups.items():
+        total = 0.0
+        for process in members:
+            try:
+                times = process.cpu_times()
+                total += times.user + times.system
+            except psutil.NoSuchProcess:
+                pass
+        totals[role] = total
+    return totals
+
+
+def measure(mode: str, users: int, duration_s: float, ticket_s: float, api, groups) -> Level:
+    """Drive `users` closed-loop users for `duration_s` after a ramp of one ticket time."""
+    progress(f"  {mode}, {users} users: {ticket_s:.1f} s ramp + {duration_s:g} s")
+    host, port = "127.0.0.1", api.port
+    cpu_before = cpu_seconds(groups)
+    load = uvloop.run(run_load(host, port, users, duration_s, HEALTH_INTERVAL_S, ramp_s=ticket_s,
+                               requests=ticket_requests(host, port), capture=b"server-timing"))
+    cpu_after = cpu_seconds(groups)
+    # Tickets that ended inside the measured window, whenever they started: a closed loop's throughput.
+    window_end = load["measure_from"] + duration_s
+    window = [call for call in load["calls"] if load["measure_from"] <= call[1] <= window_end]
+    done = [call for call in window if call[2] == 201]
+    latencies = sorted((end - start) * 1000 for start, end, _, _ in done)
+    timings = [server_timing(call[3]) for call in done]
+    all_done = [call for call in load["calls"] if call[2] == 201]
+    limit = users / ticket_s
+    throughput = len(done) / duration_s
+    return Level(
+        mode=mode, users=users, tickets=len(done), failed=len(window) - len(done), tickets_per_s=throughput,
+        limit=limit, ratio=throughput / limit,
+        p50_ms=percentile(latencies, 50), p95_ms=percentile(latencies, 95),
+        overhead_p50_ms=statistics.median(t["total"] - t["ai"] for t in timings) if timings else float("nan"),
+        health_p99_ms=percentile(sorted(load["health_ms"]), 99),
+        cpu_ms_per_ticket={role: (cpu_after[role] - cpu_before[role]) * 1000 / max(1, len(all_done))
+                           for role in cpu_after},
+    )
+
+
+def calibrate(api, duration_s: float) -> float:
+    """T: the mean time of one ticket with 2 users, when nothing waits for anything but the provider."""
+    progress(f"  calibration: 2 users for {duration_s:g} s")
+    load = uvloop.run(run_load("127.0.0.1", api.port, 2, duration_s, 0, ramp_s=1.0,
+                               requests=ticket_requests("127.0.0.1", api.port)))
+    times = [end - start for start, end, status, _ in load["calls"] if status == 201]
+    return statistics.fmean(times)
+
+
+def report(levels: list[Level], ticket_s: float) -> str:
+    """The table and the targets."""
+    headers = ["mode", "users", "tickets/s", "limit", "of limit", "p50 ms", "p95 ms", "API CPU ms/ticket",
+               "all CPU ms/ticket", "/health p99 ms", "failed"]
+    rows = [[lv.mode, lv.users, f"{lv.tickets_per_s:.2f}", f"{lv.limit:.2f}", f"{lv.ratio:.0%}", f"{lv.p50_ms:,.0f}",
+             f"{lv.p95_ms:,.0f}", f"{lv.cpu_ms_per_ticket['api']:.1f}", f"{sum(lv.cpu_ms_per_ticket.values()):.1f}",
+             f"{lv.health_p99_ms:.1f}", lv.failed] for lv in levels]
+    lines = [f"T (one ticket, 2 users) = {ticket_s * 1000:,.0f} ms; limit = users / T", "",
+             format_table(headers, rows), "", "targets:"]
+    for lv in levels:
+        if lv.mode == "async" and lv.users in TARGETS:
+            lines.append(_verdict(f"async at {lv.users} users >= {TARGETS[lv.users]:.0%} of the limit",
+                                  lv.ratio >= TARGETS[lv.users], f"{lv.ratio:.1%}"))
+        if lv.mode == "async" and lv.users == 128:
+            lines.append(_verdict(f"/health p99 at 128 users <= {HEALTH_P99_TARGET_MS} ms",
+                                  lv.health_p99_ms <= HEALTH_P99_TARGET_MS, f"{lv.health_p99_ms:.1f} ms"))
+        if lv.mode == "async" and lv.users == 8:
+            lines.append(_verdict(f"API overhead p50 at 8 users <= {OVERHEAD_P50_TARGET_MS} ms",
+                                  lv.overhead_p50_ms <= OVERHEAD_P50_TARGET_MS, f"{lv.overhead_p50_ms:.1f} ms"))
+    return "\n".join(lines)
+
+
+def _verdict(what: str, ok: bool, measured: str) -> str:
+    return f"  {'PASS' if ok else 'FAIL'}  {what}: {measured}"
+
+
+def machine() -> str:
+    """One line about this machine."""
+    return (f"{platform.system()} {platform.machine()}, {psutil.cpu_count()} cores, "
+            f"{psutil.virtual_memory().total / 2**30:.0f} GiB, Python {platform.python_version()}")
+
+
+def main() -> int:
+    """Start the stack, run every level, print the table, write JSON."""
+    parser = argparse.ArgumentParser(prog="python -m scripts.bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--users", default="8,128,256", help="async levels (default %(default)s)")
+    parser.add_argument("--thread-users", type=int, default=128, help="the thread-mode level (0: skip)")
+    parser.add_argument("--duration", type=float, default=30, help="seconds measured per level (default %(default)s)")
+    parser.add_argument("--calibration", type=float, default=60, help="seconds of the 2-user run (default %(default)s)")
+    parser.add_argument("--out", help="folder for bench.json (default .lab/bench-DATE-TIME)")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = parser.parse_args()
+    users = [int(part) for part in args.users.split(",") if part.strip()]
+    folder = output_folder(args.out, "bench")
+    clock = Clock()
+    levels: list[Level] = []
+    progress(f"bench on {machine()}")
+    with running_lab(1.0, folder / "logs", clock) as lab:
+        with lab.api("async") as api:
+            groups = processes(api.process.pid, lab.simulator.process.pid)
+            ticket_s = calibrate(api, args.calibration)
+            for count in users:
+                levels.append(measure("async", count, args.duration, ticket_s, api, groups))
+        if args.thread_users:
+            # 40 connections, so that the thread limiter (THREAD_LIMIT=40), not the pool, is the ceiling.
+            with lab.api("thread", env={"DB_POOL_MAX_SIZE": "40", "DB_POOL_TIMEOUT_S": "60"}) as api:
+                groups = processes(api.process.pid, lab.simulator.process.pid)
+                levels.append(measure("thread", args.thread_users, args.duration, ticket_s, api, groups))
+    result = {"machine": machine(), "ticket_s": ticket_s, "levels": [asdict(level) for level in levels],
+              "measured_at": time.strftime("%Y-%m-%d %H:%M")}
+    (folder / "bench.json").write_text(json.dumps(result, indent=2))
+    print(json.dumps(result) if args.json else f"{machine()}\n{report(levels, ticket_s)}")
+    return 0
+
+
+if __name__ == "__main__":
+    run(main)
