@@ -125,23 +125,24 @@ def measure(mode: str, users: int, duration_s: float, ticket_s: float, api, grou
     )
 
 
-def calibrate(api, duration_s: float) -> float:
-    """T: the mean time of one ticket with 2 users, when nothing waits for anything but the provider."""
+def calibrate(api, duration_s: float) -> tuple[float, float]:
+    """T, the mean time of one ticket with 2 users (nothing waits but for the provider), and its standard error."""
     progress(f"  calibration: 2 users for {duration_s:g} s")
     load = uvloop.run(run_load("127.0.0.1", api.port, 2, duration_s, 0, ramp_s=1.0,
                                requests=ticket_requests("127.0.0.1", api.port)))
     times = [end - start for start, end, status, _ in load["calls"] if status == 201]
-    return statistics.fmean(times)
+    return statistics.fmean(times), statistics.stdev(times) / len(times) ** 0.5
 
 
-def report(levels: list[Level], ticket_s: float) -> str:
+def report(levels: list[Level], ticket_s: float, ticket_error_s: float, client: str) -> str:
     """The table and the targets."""
     headers = ["mode", "users", "tickets/s", "limit", "of limit", "p50 ms", "p95 ms", "API CPU ms/ticket",
                "all CPU ms/ticket", "/health p99 ms", "failed"]
     rows = [[lv.mode, lv.users, f"{lv.tickets_per_s:.2f}", f"{lv.limit:.2f}", f"{lv.ratio:.0%}", f"{lv.p50_ms:,.0f}",
              f"{lv.p95_ms:,.0f}", f"{lv.cpu_ms_per_ticket['api']:.1f}", f"{sum(lv.cpu_ms_per_ticket.values()):.1f}",
              f"{lv.health_p99_ms:.1f}", lv.failed] for lv in levels]
-    lines = [f"T (one ticket, 2 users) = {ticket_s * 1000:,.0f} ms; limit = users / T", "",
+    lines = [f"async client: {client}; T (one ticket, 2 users) = {ticket_s * 1000:,.0f} ± {ticket_error_s * 1000:.0f} ms "
+             f"(standard error; the limits share its uncertainty, ±{ticket_error_s / ticket_s:.1%}); limit = users / T", "",
              format_table(headers, rows), "", "targets:"]
     for lv in levels:
         if lv.mode == "async" and lv.users in TARGETS:
@@ -174,6 +175,8 @@ def main() -> int:
     parser.add_argument("--thread-users", type=int, default=128, help="the thread-mode level (0: skip)")
     parser.add_argument("--duration", type=float, default=30, help="seconds measured per level (default %(default)s)")
     parser.add_argument("--calibration", type=float, default=60, help="seconds of the 2-user run (default %(default)s)")
+    parser.add_argument("--async-client", choices=["aiohttp", "httpx", "httpx2"], default="aiohttp",
+                        help="the API's PROVIDER_ASYNC_CLIENT (default %(default)s)")
     parser.add_argument("--out", help="folder for bench.json (default .lab/bench-DATE-TIME)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
@@ -183,9 +186,9 @@ def main() -> int:
     levels: list[Level] = []
     progress(f"bench on {machine()}")
     with running_lab(1.0, folder / "logs", clock) as lab:
-        with lab.api("async") as api:
+        with lab.api("async", env={"PROVIDER_ASYNC_CLIENT": args.async_client}) as api:
             groups = processes(api.process.pid, lab.simulator.process.pid)
-            ticket_s = calibrate(api, args.calibration)
+            ticket_s, ticket_error_s = calibrate(api, args.calibration)
             for count in users:
                 levels.append(measure("async", count, args.duration, ticket_s, api, groups))
         if args.thread_users:
@@ -193,10 +196,11 @@ def main() -> int:
             with lab.api("thread", env={"DB_POOL_MAX_SIZE": "40", "DB_POOL_TIMEOUT_S": "60"}) as api:
                 groups = processes(api.process.pid, lab.simulator.process.pid)
                 levels.append(measure("thread", args.thread_users, args.duration, ticket_s, api, groups))
-    result = {"machine": machine(), "ticket_s": ticket_s, "levels": [asdict(level) for level in levels],
+    result = {"machine": machine(), "async_client": args.async_client, "ticket_s": ticket_s,
+              "ticket_error_s": ticket_error_s, "levels": [asdict(level) for level in levels],
               "measured_at": time.strftime("%Y-%m-%d %H:%M")}
     (folder / "bench.json").write_text(json.dumps(result, indent=2))
-    print(json.dumps(result) if args.json else f"{machine()}\n{report(levels, ticket_s)}")
+    print(json.dumps(result) if args.json else f"{machine()}\n{report(levels, ticket_s, ticket_error_s, args.async_client)}")
     return 0
 
 

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import httpx
-import httpx2
+
 import pytest
 
 from tests.fakes import FakeProvider
@@ -112,12 +112,12 @@ def test_async_is_the_default_intake_mode():
 
 
 def test_acall_includes_the_wait_for_a_free_slot():
-    async def slow_answer(request: httpx2.Request) -> httpx2.Response:
+    async def slow_answer(request: httpx.Request) -> httpx.Response:
         await asyncio.sleep(CALL_S)
-        return httpx2.Response(200, json={"ok": True})
+        return httpx.Response(200, json={"ok": True})
 
     settings = load_settings(_env_file=None, provider_max_concurrency=1)
-    provider = Provider(settings, transport=httpx2.MockTransport(slow_answer))
+    provider = Provider(settings, transport=httpx.MockTransport(slow_answer))
 
     async def two_calls_at_once() -> list[tuple[dict, float]]:
         try:

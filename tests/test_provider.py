@@ -2,7 +2,7 @@
 
 import json
 
-import httpx2
+import httpx
 import pytest
 
 from scripts.stack import free_port
@@ -14,13 +14,13 @@ ANSWER = {"object": "chat.completion", "choices": [{"message": {"content": "hi"}
 
 
 def provider_answering(handler, **settings) -> Provider:
-    """A Provider whose HTTP goes to `handler` (httpx2.MockTransport) instead of the network."""
+    """A Provider whose HTTP goes to `handler` (httpx.MockTransport) instead of the network."""
     values = {"provider_api_key": "sk-test-key", **settings}
-    return Provider(load_settings(_env_file=None, **values), transport=httpx2.MockTransport(handler))
+    return Provider(load_settings(_env_file=None, **values), transport=httpx.MockTransport(handler))
 
 
 def test_call_returns_the_answer_and_the_time_it_took():
-    provider = provider_answering(lambda request: httpx2.Response(200, json=ANSWER))
+    provider = provider_answering(lambda request: httpx.Response(200, json=ANSWER))
     answer, elapsed_ms = provider.call("/chat/completions", {"model": "m"})
     assert answer == ANSWER
     assert elapsed_ms > 0
@@ -29,9 +29,9 @@ def test_call_returns_the_answer_and_the_time_it_took():
 def test_call_posts_json_with_the_api_key_to_the_provider_url():
     seen = []
 
-    def handler(request: httpx2.Request) -> httpx2.Response:
+    def handler(request: httpx.Request) -> httpx.Response:
         seen.append(request)
-        return httpx2.Response(200, json=ANSWER)
+        return httpx.Response(200, json=ANSWER)
 
     provider_answering(handler, provider_url="http://127.0.0.1:8100/v1").call("/embeddings", {"input": "x"})
     request = seen[0]
@@ -42,7 +42,7 @@ def test_call_posts_json_with_the_api_key_to_the_provider_url():
 
 
 def test_a_spent_quota_is_provider_busy_with_its_retry_after():
-    provider = provider_answering(lambda request: httpx2.Response(429, headers={"Retry-After": "17"}, json={}))
+    provider = provider_answering(lambda request: httpx.Response(429, headers={"Retry-After": "17"}, json={}))
     with pytest.raises(ProviderBusy) as caught:
         provider.call("/chat/completions", {})
     assert caught.value.retry_after == 17
@@ -50,20 +50,20 @@ def test_a_spent_quota_is_provider_busy_with_its_retry_after():
 
 @pytest.mark.parametrize("status", [400, 500, 502, 503])
 def test_an_error_status_is_provider_unavailable(status):
-    provider = provider_answering(lambda request: httpx2.Response(status, json={"error": {"message": "no"}}))
+    provider = provider_answering(lambda request: httpx.Response(status, json={"error": {"message": "no"}}))
     with pytest.raises(ProviderUnavailable):
         provider.call("/chat/completions", {})
 
 
 def test_an_answer_that_is_not_json_is_provider_unavailable():
-    provider = provider_answering(lambda request: httpx2.Response(200, content=b"<html>"))
+    provider = provider_answering(lambda request: httpx.Response(200, content=b"<html>"))
     with pytest.raises(ProviderUnavailable):
         provider.call("/chat/completions", {})
 
 
 def test_a_slow_provider_is_provider_timeout():
-    def handler(request: httpx2.Request) -> httpx2.Response:
-        raise httpx2.ReadTimeout("too slow", request=request)
+    def handler(request: httpx.Request) -> httpx.Response:
+        raise httpx.ReadTimeout("too slow", request=request)
 
     with pytest.raises(ProviderTimeout):
         provider_answering(handler).call("/chat/completions", {})
@@ -77,7 +77,7 @@ def test_a_provider_that_is_not_running_is_provider_unavailable():
 
 def test_calls_in_flight_return_to_zero_after_answers_and_failures():
     statuses = iter([200, 500])
-    provider = provider_answering(lambda request: httpx2.Response(next(statuses), json=ANSWER))
+    provider = provider_answering(lambda request: httpx.Response(next(statuses), json=ANSWER))
     provider.call("/chat/completions", {})
     with pytest.raises(ProviderUnavailable):
         provider.call("/chat/completions", {})
@@ -85,7 +85,7 @@ def test_calls_in_flight_return_to_zero_after_answers_and_failures():
 
 
 def test_errors_never_show_the_api_key():
-    provider = provider_answering(lambda request: httpx2.Response(503, json={}), provider_api_key="sk-secret-123")
+    provider = provider_answering(lambda request: httpx.Response(503, json={}), provider_api_key="sk-secret-123")
     with pytest.raises(ProviderUnavailable) as caught:
         provider.call("/chat/completions", {})
     assert "sk-secret-123" not in str(caught.value)

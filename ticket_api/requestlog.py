@@ -2,7 +2,7 @@
 
 import logging
 import re
-import uuid
+import secrets
 
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -59,7 +59,7 @@ def _request_id(scope: Scope) -> str:
             if VALID_REQUEST_ID.fullmatch(candidate):
                 return candidate
             break
-    return uuid.uuid4().hex[:12]
+    return secrets.token_hex(6)
 
 
 def configure_logging(level: str) -> None:

@@ -5,7 +5,7 @@ import time
 from contextlib import contextmanager
 from typing import Iterator
 
-import httpx2
+import httpx
 import orjson
 
 from ticket_api.config import Settings
@@ -19,18 +19,18 @@ class Provider:
 
     def __init__(self, settings: Settings, transport=None):
         options = {
-            "transport": transport,  # tests may pass an httpx2.MockTransport
+            "transport": transport,  # tests may pass an httpx.MockTransport
             "base_url": settings.provider_url,
             "headers": {"Authorization": f"Bearer {settings.provider_api_key.get_secret_value()}"},
             # The pool must never be the hidden limit: it is as large as PROVIDER_MAX_CONNECTIONS,
             # and a call that waits too long for a free connection fails instead of hanging.
-            "limits": httpx2.Limits(
+            "limits": httpx.Limits(
                 max_connections=settings.provider_max_connections,
                 max_keepalive_connections=settings.provider_max_connections,
             ),
-            "timeout": httpx2.Timeout(settings.provider_timeout_s, connect=min(5.0, settings.provider_timeout_s)),
+            "timeout": httpx.Timeout(settings.provider_timeout_s, connect=min(5.0, settings.provider_timeout_s)),
         }
-        self._client = httpx2.Client(**options)
+        self._client = httpx.Client(**options)
         self._lock = threading.Lock()
         self.in_flight = 0
 
@@ -40,7 +40,7 @@ class Provider:
         response = self._post(path, body)
         return _check(response), (time.perf_counter() - started) * 1000
 
-    def _post(self, path: str, body: dict) -> httpx2.Response:
+    def _post(self, path: str, body: dict) -> httpx.Response:
         with self._counted(), _transport_errors():
             return self._client.post(path, content=orjson.dumps(body), headers=JSON_HEADERS)
 
@@ -63,15 +63,15 @@ class Provider:
 def _transport_errors() -> Iterator[None]:
     try:
         yield
-    except httpx2.PoolTimeout:
+    except httpx.PoolTimeout:
         raise ProviderBusy("no free connection to the AI provider (PROVIDER_MAX_CONNECTIONS)", retry_after=1) from None
-    except httpx2.TimeoutException:
+    except httpx.TimeoutException:
         raise ProviderTimeout("the AI provider did not answer within PROVIDER_TIMEOUT_S") from None
-    except httpx2.TransportError as exc:
+    except httpx.TransportError as exc:
         raise ProviderUnavailable(f"cannot reach the AI provider: {type(exc).__name__}") from None
 
 
-def _check(response: httpx2.Response) -> dict:
+def _check(response: httpx.Response) -> dict:
     if response.status_code == 429:
         retry_after = _seconds(response.headers.get("Retry-After"))
         raise ProviderBusy("the AI provider's quota is spent; retry later", retry_after=retry_after)
