@@ -13,15 +13,21 @@ import json
 import os
 import platform
 import random
+import shutil
 import statistics
+import subprocess
+import sys
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Iterator
 
 import orjson
 import psutil
 import uvloop
 
-from scripts.cli import progress, run
+from scripts.cli import CommandError, progress, run
 from scripts.lab_stack import Clock, format_table, output_folder, running_lab
 from scripts.measure import percentile
 from scripts.stall import random_ticket
@@ -97,13 +103,15 @@ def cpu_seconds(groups: dict[str, list[psutil.Process]]) -> dict[str, float]:
     return totals
 
 
-def measure(mode: str, users: int, duration_s: float, ticket_s: float, api, groups) -> Level:
+def measure(mode: str, users: int, duration_s: float, ticket_s: float, api, groups,
+            profile_to: Path | None = None) -> Level:
     """Drive `users` closed-loop users for `duration_s` after a ramp of one ticket time."""
     progress(f"  {mode}, {users} users: {ticket_s:.1f} s ramp + {duration_s:g} s")
     host, port = "127.0.0.1", api.port
     cpu_before = cpu_seconds(groups)
-    load = uvloop.run(run_load(host, port, users, duration_s, HEALTH_INTERVAL_S, ramp_s=ticket_s,
-                               requests=ticket_requests(host, port), capture=b"server-timing"))
+    with sampled(api.process.pid, profile_to, ticket_s, duration_s):
+        load = uvloop.run(run_load(host, port, users, duration_s, HEALTH_INTERVAL_S, ramp_s=ticket_s,
+                                   requests=ticket_requests(host, port), capture=b"server-timing"))
     cpu_after = cpu_seconds(groups)
     # Tickets that ended inside the measured window, whenever they started: a closed loop's throughput.
     window_end = load["measure_from"] + duration_s
@@ -123,6 +131,41 @@ def measure(mode: str, users: int, duration_s: float, ticket_s: float, api, grou
         cpu_ms_per_ticket={role: (cpu_after[role] - cpu_before[role]) * 1000 / max(1, len(all_done))
                            for role in cpu_after},
     )
+
+
+@contextmanager
+def sampled(pid: int, profile_to: Path | None, delay_s: float, duration_s: float) -> Iterator[None]:
+    """With a path: py-spy samples the process's stacks for `duration_s` after `delay_s` (raw format)."""
+    if profile_to is None:
+        yield
+        return
+    py_spy = shutil.which("py-spy", path=os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")]))
+    if py_spy is None:
+        raise CommandError("--profile needs py-spy: pip install py-spy")
+    command = f"sleep {delay_s:.1f}; exec {py_spy} record -p {pid} -d {int(duration_s)} -r 100 -f raw -o {profile_to} --nonblocking"
+    spy = subprocess.Popen(["sh", "-c", command], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        yield
+    finally:
+        spy.wait(timeout=duration_s + 30)
+
+
+def top_of_profile(path: Path, count: int = 12) -> list[str]:
+    """Where the API's event-loop thread spent its samples (py-spy raw profile): idle, then by package."""
+    by_package, samples = {}, 0
+    for line in path.read_text().splitlines():
+        stack, _, number = line.rpartition(" ")
+        frames = stack.split(";")
+        if not any(frame.startswith("Runner.run ") for frame in frames):
+            continue  # not the event loop's thread
+        samples += int(number)
+        innermost = frames[-1]
+        # "function (package/module.py:line)": waiting in the loop itself is idle time.
+        where = innermost.partition(" (")[2].split("/")[0].split(":")[0].removesuffix(".py") or "?"
+        package = "(idle: waiting for events)" if innermost.startswith("Runner.run ") else where
+        by_package[package] = by_package.get(package, 0) + int(number)
+    ranked = sorted(by_package.items(), key=lambda item: -item[1])
+    return [f"{n / samples:6.1%}  {package}" for package, n in ranked[:count]]
 
 
 def calibrate(api, duration_s: float) -> tuple[float, float]:
@@ -177,6 +220,8 @@ def main() -> int:
     parser.add_argument("--calibration", type=float, default=60, help="seconds of the 2-user run (default %(default)s)")
     parser.add_argument("--async-client", choices=["aiohttp", "httpx", "httpx2"], default="aiohttp",
                         help="the API's PROVIDER_ASYNC_CLIENT (default %(default)s)")
+    parser.add_argument("--profile", action="store_true",
+                        help="sample the API with py-spy at the last async level; print its busiest functions")
     parser.add_argument("--out", help="folder for bench.json (default .lab/bench-DATE-TIME)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
@@ -190,7 +235,8 @@ def main() -> int:
             groups = processes(api.process.pid, lab.simulator.process.pid)
             ticket_s, ticket_error_s = calibrate(api, args.calibration)
             for count in users:
-                levels.append(measure("async", count, args.duration, ticket_s, api, groups))
+                profile_to = folder / "profile.txt" if args.profile and count == users[-1] else None
+                levels.append(measure("async", count, args.duration, ticket_s, api, groups, profile_to))
         if args.thread_users:
             # 40 connections, so that the thread limiter (THREAD_LIMIT=40), not the pool, is the ceiling.
             with lab.api("thread", env={"DB_POOL_MAX_SIZE": "40", "DB_POOL_TIMEOUT_S": "60"}) as api:
@@ -201,6 +247,10 @@ def main() -> int:
               "measured_at": time.strftime("%Y-%m-%d %H:%M")}
     (folder / "bench.json").write_text(json.dumps(result, indent=2))
     print(json.dumps(result) if args.json else f"{machine()}\n{report(levels, ticket_s, ticket_error_s, args.async_client)}")
+    if args.profile and not args.json:
+        print(f"\nthe API's event-loop thread at {users[-1]} users, share of samples by the package running "
+              f"(py-spy, {folder / 'profile.txt'}):")
+        print("\n".join(top_of_profile(folder / "profile.txt")))
     return 0
 
 
