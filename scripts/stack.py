@@ -27,6 +27,8 @@ def free_port() -> int:
 def check_port_free(port: int) -> None:
     """Raise CommandError if something already listens on 127.0.0.1:port."""
     with socket.socket() as sock:
+        # As uvicorn does: a port whose last server has just stopped (connections in TIME_WAIT) is free.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind(("127.0.0.1", port))
         except OSError:
@@ -48,8 +50,12 @@ class Service:
         self.log_path = Path(log_dir or tempfile.mkdtemp(prefix="lab-")) / f"{name}.log"
         self.process: subprocess.Popen | None = None
 
-    def start(self, timeout_s: float = 60) -> "Service":
-        """Start the process and wait until GET /health answers 200."""
+    def start(self, timeout_s: float = 60, ready: str = "health") -> "Service":
+        """Start the process and wait until GET /health answers 200, or with ready="port" until it listens.
+
+        ("port" is for an API restarted under load: a blocking-mode API flooded by waiting clients
+        may not answer /health for a long while, though it is up.)
+        """
         check_port_free(self.port)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
@@ -62,12 +68,9 @@ class Service:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise CommandError(f"{self.name} stopped during start-up: {self.last_log_line()}")
-            try:
-                if httpx.get(f"{self.url}/health", timeout=1).status_code == 200:
-                    return self
-            except httpx.TransportError:
-                pass
-            time.sleep(0.1)
+            if self._listening() if ready == "port" else self._healthy():
+                return self
+            time.sleep(0.05)
         self.stop()
         raise CommandError(f"{self.name} did not answer /health within {timeout_s:g} s; see {self.log_path}")
 
@@ -85,6 +88,16 @@ class Service:
         if self._own_log_dir and self.process.returncode == 0:
             shutil.rmtree(self.log_path.parent, ignore_errors=True)
         return self.process.returncode
+
+    def _healthy(self) -> bool:
+        try:
+            return httpx.get(f"{self.url}/health", timeout=1).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    def _listening(self) -> bool:
+        with socket.socket() as sock:
+            return sock.connect_ex(("127.0.0.1", self.port)) == 0
 
     def last_log_line(self) -> str:
         """The last non-empty line of the process's output."""

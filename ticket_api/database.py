@@ -1,5 +1,6 @@
 """Connections to PostgreSQL: from a psycopg pool, or a fresh one for every use (DB_POOL=false)."""
 
+import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -75,6 +76,10 @@ class Database:
                 name="ticket_api",
                 open=False,
             )
+        # Counted here, not read from the pool: the pool counts connections it is still re-opening as
+        # in use, and requests that gave up waiting as waiting, until a connection comes back.
+        self._lock = threading.Lock()
+        self._usage = {"in_use": 0, "waiting": 0}
 
     def open(self) -> None:
         """Check the server and the schema, then fill the pool; failures raise StartupError."""
@@ -101,8 +106,13 @@ class Database:
                 with psycopg.connect(self.dsn, cursor_factory=CountingCursor, connect_timeout=CONNECT_TIMEOUT_S) as conn:
                     yield conn
             else:
-                with self.pool.connection() as conn:
-                    yield conn
+                with self._counted("waiting"):
+                    conn = self.pool.getconn()
+                try:
+                    with self._counted("in_use"), conn:
+                        yield conn
+                finally:
+                    self.pool.putconn(conn)
         except PoolTimeout:
             self._raise_unavailable_if_down()
             raise DatabaseBusy(
@@ -123,14 +133,23 @@ class Database:
         if self.pool is None:
             return {"size": 0, "in_use": 0, "waiting": 0, "max": 0, "wait_ms": 0}
         stats = self.pool.get_stats()
-        size = stats.get("pool_size", 0)
         return {
-            "size": size,
-            "in_use": size - stats.get("pool_available", 0),
-            "waiting": stats.get("requests_waiting", 0),
+            "size": stats.get("pool_size", 0),
+            "in_use": self._usage["in_use"],
+            "waiting": self._usage["waiting"],
             "max": self.max_size,
             "wait_ms": stats.get("requests_wait_ms", 0),
         }
+
+    @contextmanager
+    def _counted(self, figure: str) -> Iterator[None]:
+        with self._lock:
+            self._usage[figure] += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._usage[figure] -= 1
 
 
 def _one_line(exc: Exception) -> str:

@@ -19,6 +19,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
+from ticket_api.models import ErrorBody
+
 log = logging.getLogger("ticket_api")
 
 
@@ -95,13 +97,35 @@ _HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "body_too_large
 
 
 async def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
+    if exc.status_code == 400:
+        # FastAPI's answer to a body it cannot decode (not UTF-8, nested too deep): bad JSON like any
+        # other, so the same 422 validation_error as a syntax error, not a second code for one mistake.
+        request.state.error_code = "validation_error"
+        field = {"loc": ["body"], "msg": "the body is not valid JSON in UTF-8", "type": "json_invalid"}
+        return error_response(422, "validation_error", [field])
     code = _HTTP_CODES.get(exc.status_code, f"http_{exc.status_code}")
+    request.state.error_code = code  # for the tickets-by-outcome metric
     return error_response(exc.status_code, code, exc.detail, exc.headers)
 
 
 async def _unexpected_error(request: Request, exc: Exception) -> JSONResponse:
     log.exception("unexpected error on %s %s", request.method, request.url.path)
     return error_response(500, "internal_error", "an unexpected error; the API log has the details")
+
+
+_DOCUMENTED = {
+    404: "`customer_not_found`, `ticket_not_found`",
+    413: "`body_too_large`: the request body is over 64 KiB",
+    422: "`validation_error` (`detail` lists the fields), `idempotency_key_reused`",
+    502: "`ai_unavailable`",
+    503: "`ai_busy` (with `Retry-After`), `db_busy`, `db_unavailable`",
+    504: "`ai_timeout`",
+}
+
+
+def documented(*statuses: int) -> dict:
+    """The `responses=` of a route: the lab's error body under each status it may answer, for /docs."""
+    return {status: {"model": ErrorBody, "description": _DOCUMENTED[status]} for status in statuses}
 
 
 def install_error_handlers(app: FastAPI) -> None:

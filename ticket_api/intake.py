@@ -5,13 +5,15 @@ from starlette.concurrency import run_in_threadpool
 
 from ticket_api.ai import do_ai_work, do_ai_work_async
 from ticket_api.deps import DbDep, NewTicketDep, ProviderDep, TimerDep
+from ticket_api.errors import documented
 from ticket_api.models import Ticket
 from ticket_api.repository import check_customer, create_in_one_transaction, find_earlier_ticket, save_new_ticket
 
 router = APIRouter()
 
 
-@router.post("/v1/tickets", status_code=201, response_model=Ticket)
+@router.post("/v1/tickets", status_code=201, response_model=Ticket,
+             responses=documented(404, 413, 422, 502, 503, 504))
 async def create_ticket(request: Request, new: NewTicketDep, db: DbDep, provider: ProviderDep, timer: TimerDep) -> Ticket:
     """Create a ticket: check the customer, do the AI work, save the ticket with its results."""
     if new.idempotency_key is not None:

@@ -45,6 +45,7 @@ class BodyLimit:
         detail = f"the request body is larger than {self.max_bytes:,} bytes"
         announced = Headers(scope=scope).get("content-length", "")
         if announced.isdigit() and int(announced) > self.max_bytes:
+            scope.setdefault("state", {})["error_code"] = "body_too_large"  # for the tickets-by-outcome metric
             await error_response(413, "body_too_large", detail)(scope, receive, send)
             return
         received = 0

@@ -6,9 +6,12 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints
 
-DbId = Annotated[int, Field(ge=1, le=2**63 - 1)]
-Subject = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
-Body = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=5000)]
+# Strict: a JSON `true` or `"1"` is not customer 1 (pydantic would convert both).
+DbId = Annotated[int, Field(ge=1, le=2**63 - 1, strict=True)]
+# PostgreSQL text cannot hold NUL characters: refused here (422), not by the INSERT after the AI work (500).
+NO_NUL = r"^[^\x00]*$"
+Subject = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200, pattern=NO_NUL)]
+Body = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=5000, pattern=NO_NUL)]
 
 
 class NewTicket(BaseModel):
@@ -48,6 +51,21 @@ class Ticket(BaseModel):
     priority: str
     draft_reply: str
     created_at: datetime
+
+
+class FieldError(BaseModel):
+    """One invalid field of a validation_error: where it is, what is wrong, pydantic's error type."""
+
+    loc: list[str | int]
+    msg: str
+    type: str
+
+
+class ErrorBody(BaseModel):
+    """Every error answer: a stable code, and a text (or, for validation_error, the invalid fields)."""
+
+    error: str
+    detail: str | list[FieldError]
 
 
 class TicketPage(BaseModel):

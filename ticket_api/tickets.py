@@ -5,7 +5,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query
 
 from ticket_api.deps import DbDep, TimerDep
-from ticket_api.errors import TicketNotFound
+from ticket_api.errors import TicketNotFound, documented
 from ticket_api.models import Ticket, TicketPage
 from ticket_api.repository import get_ticket, list_tickets
 
@@ -13,7 +13,7 @@ router = APIRouter()
 MAX_ID = 2**63 - 1
 
 
-@router.get("/v1/tickets/{ticket_id}", response_model=Ticket)
+@router.get("/v1/tickets/{ticket_id}", response_model=Ticket, responses=documented(404, 422, 503))
 def read_ticket(ticket_id: Annotated[int, Path(ge=1, le=MAX_ID)], db: DbDep, timer: TimerDep) -> Ticket:
     """One ticket with its AI results."""
     with timer("db"):
@@ -23,7 +23,7 @@ def read_ticket(ticket_id: Annotated[int, Path(ge=1, le=MAX_ID)], db: DbDep, tim
     return ticket
 
 
-@router.get("/v1/tickets", response_model=TicketPage)
+@router.get("/v1/tickets", response_model=TicketPage, responses=documented(422, 503))
 def read_tickets(
     db: DbDep,
     timer: TimerDep,

@@ -1,0 +1,311 @@
+"""Many tickets through provider faults and one API restart, then PostgreSQL is checked: `python -m scripts.soak`.
+
+It starts its own stack: the simulator with errors, hangs longer than the API's PROVIDER_TIMEOUT_S
+and a small quota; per INTAKE_MODE a fresh database `lab_soak_<pid>_<mode>` on the lab's server,
+and the API. Halfway through, the API gets SIGTERM (uvicorn finishes the requests in flight) and a
+new one starts on the same port. Every ticket carries a marker in its subject and the same marker as its
+Idempotency-Key; a connection error or timeout is retried with that key, as a careful client would.
+Afterwards every 201 must have exactly one complete row (ticket + AI results) with the id it
+answered, no marker two rows, and no ticket a row without a 201 (except one in flight at the
+restart or whose client gave up: those are listed).
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import re
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+from psycopg.conninfo import make_conninfo
+
+from scripts import dataset, stack
+from scripts.cli import CommandError, progress, run
+from scripts.db import CUSTOMER_COLUMNS
+from scripts.lab_stack import STOP_TIMEOUT_S, Clock, output_folder, parse_modes, sigterm_as_interrupt, started
+from scripts.measure import positive_float, positive_int
+from scripts.stall import error_code, random_ticket
+from ticket_api.config import load_settings
+from ticket_api.database import apply_schema, connect, resolve_dsn, shown_dsn
+
+# Far above an answer of thread or async mode; a blocked event loop (INTAKE_MODE=blocking) with 64
+# tickets queued and hangs among them can take longer: that ticket is retried with its key.
+CLIENT_TIMEOUT_S = 120
+RETRY_PAUSE_S = 0.2
+RETRY_FOR_S = 60  # after a ticket's first connection error or timeout, how long it keeps trying
+MARKER = re.compile(r"\[(soak-[0-9a-f]+-\d+)\]$")
+
+
+@dataclass
+class Outcome:
+    """One ticket's journey: its final answer, and what happened on the way."""
+
+    number: int
+    marker: str
+    status: int | None = None
+    error: str | None = None
+    ticket_id: int | None = None
+    connection_errors: list[str] = field(default_factory=list)
+    in_flight_at_restart: bool = False
+
+
+def make_tickets(count: int, seed: str) -> list[dict]:
+    """Random tickets, each with a marker at the end of its subject and the marker as Idempotency-Key."""
+    rng = random.Random(seed)
+    run_id = f"{rng.getrandbits(32):08x}"
+    tickets = []
+    for number in range(1, count + 1):
+        ticket, marker = random_ticket(rng), f"soak-{run_id}-{number}"
+        tickets.append({**ticket, "subject": f"{ticket['subject']} [{marker}]", "key": marker})
+    return tickets
+
+
+async def send_all(url: str, tickets: list[dict], users: int, restart, clock: Clock) -> tuple[list[Outcome], dict]:
+    """Send the tickets, `users` at a time; when half have started, `restart()` runs in a thread."""
+    outcomes = [Outcome(number, ticket["key"]) for number, ticket in enumerate(tickets, start=1)]
+    waiting = list(zip(tickets, outcomes))
+    running: set[int] = set()
+    restart_after = max(1, len(tickets) // 2)
+    restart_due = asyncio.Event()
+    step = max(1, len(tickets) // 10)
+
+    async def user(client: httpx.AsyncClient) -> None:
+        while waiting:
+            ticket, outcome = waiting.pop(0)
+            running.add(outcome.number)
+            if outcome.number == restart_after:
+                restart_due.set()
+            await send_one(client, ticket, outcome)
+            running.discard(outcome.number)
+            answered = len(tickets) - len(waiting) - len(running)
+            if answered % step == 0:
+                created = sum(1 for o in outcomes if o.status == 201)
+                progress(f"[{clock}]   {answered}/{len(tickets)} answered, {created} created")
+
+    async def restarter() -> dict:
+        await restart_due.wait()
+        in_flight = sorted(running)
+        for number in in_flight:
+            outcomes[number - 1].in_flight_at_restart = True
+        progress(f"[{clock}]   SIGTERM to the API after ticket {restart_after} started, {len(in_flight)} in flight")
+        info = await asyncio.to_thread(restart)
+        progress(f"[{clock}]   the API stopped in {info['stop_s']:.1f} s, "
+                 f"the new one listened {info['start_s']:.1f} s later")
+        return {"after_ticket": restart_after, "in_flight": in_flight, **info}
+
+    limits = httpx.Limits(max_connections=users, max_keepalive_connections=users)
+    async with httpx.AsyncClient(base_url=url, timeout=CLIENT_TIMEOUT_S, limits=limits) as client:
+        try:
+            async with asyncio.TaskGroup() as group:  # a failed restart stops the users at once
+                restarting = group.create_task(restarter())
+                for _ in range(users):
+                    group.create_task(user(client))
+        except ExceptionGroup as failed:
+            raise failed.exceptions[0] from None
+    return outcomes, restarting.result()
+
+
+async def send_one(client: httpx.AsyncClient, ticket: dict, outcome: Outcome) -> None:
+    """POST the ticket; a connection error or timeout is retried with the same Idempotency-Key for RETRY_FOR_S."""
+    body = {name: value for name, value in ticket.items() if name != "key"}
+    give_up_at = None
+    while True:
+        try:
+            response = await client.post("/v1/tickets", json=body, headers={"Idempotency-Key": ticket["key"]})
+        except httpx.TransportError as exc:  # timeouts included
+            outcome.connection_errors.append(type(exc).__name__)
+            give_up_at = give_up_at or time.monotonic() + RETRY_FOR_S
+            if time.monotonic() < give_up_at:
+                await asyncio.sleep(RETRY_PAUSE_S)
+                continue
+            outcome.error = type(exc).__name__
+            return
+        outcome.status, outcome.error = response.status_code, error_code(response)
+        if response.status_code == 201:
+            outcome.ticket_id = response.json()["id"]
+        return
+
+
+def check_rows(dsn: str, outcomes: list[Outcome]) -> dict:
+    """Compare the answers with the rows in PostgreSQL: the counts, and every violation as one line."""
+    with connect(dsn) as conn:
+        rows = conn.execute(
+            """SELECT t.id, t.subject, r.ticket_id IS NOT NULL FROM tickets t
+               LEFT JOIN ticket_ai_results r ON r.ticket_id = t.id ORDER BY t.id"""
+        ).fetchall()
+    saved: dict[str, list[int]] = {}
+    violations = [f"ticket {ticket_id} has no AI results" for ticket_id, _, complete in rows if not complete]
+    for ticket_id, subject, _ in rows:
+        marker = MARKER.search(subject)
+        if marker is None:
+            violations.append(f"ticket {ticket_id} has no soak marker: {subject!r}")
+        else:
+            saved.setdefault(marker.group(1), []).append(ticket_id)
+    for marker in sorted(set(saved) - {outcome.marker for outcome in outcomes}):
+        violations.append(f"{marker}: tickets {saved[marker]} of a ticket never sent")
+    saved_unanswered = []
+    for outcome in outcomes:
+        ids = saved.get(outcome.marker, [])
+        if len(ids) > 1:
+            violations.append(f"{outcome.marker}: saved {len(ids)} times, ids {ids}")
+        if outcome.status == 201 and ids != [outcome.ticket_id]:
+            saved_as = ids or "nothing"
+            violations.append(f"{outcome.marker}: answered 201 with id {outcome.ticket_id}, saved as {saved_as}")
+        elif outcome.status != 201 and ids:
+            if outcome.in_flight_at_restart or outcome.connection_errors:
+                saved_unanswered.append(outcome.marker)
+            else:
+                violations.append(f"{outcome.marker}: answered {outcome.status} {outcome.error}, yet saved as {ids}")
+    return {"rows": len(rows), "complete_rows": sum(1 for row in rows if row[2]),
+            "duplicates": sum(len(ids) - 1 for ids in saved.values()),
+            "saved_without_201": saved_unanswered, "violations": violations}
+
+
+def soak_mode(mode: str, args: argparse.Namespace, server_dsn: str, simulator: stack.Service,
+              log_dir: Path, clock: Clock) -> dict:
+    """One INTAKE_MODE: a fresh database, the API, the tickets with a restart halfway, the check."""
+    tickets = make_tickets(args.tickets, f"{args.seed}-{mode}")
+    httpx.post(f"{simulator.url}/admin/quota/reset", timeout=10).raise_for_status()  # a full quota per mode
+    name = f"lab_soak_{os.getpid()}_{mode}"  # one per mode, so a kept one survives the next mode
+    dsn = create_database(server_dsn, name)
+    result = None
+    try:
+        env = {"INTAKE_MODE": mode, "DATABASE_URL": dsn, "PROVIDER_TIMEOUT_S": f"{args.provider_timeout:g}"}
+        api = stack.api(f"{simulator.url}/v1", env=env, log_dir=log_dir / mode)
+        replacement = stack.Service("api", api.argv, api.port, env=api.env, log_dir=log_dir / f"{mode}-restarted")
+
+        def restart() -> dict:
+            stopping = time.perf_counter()
+            exit_code = api.stop()
+            starting = time.perf_counter()
+            replacement.start(ready="port")
+            return {"stop_s": starting - stopping, "start_s": time.perf_counter() - starting, "exit_code": exit_code}
+
+        with started(api):
+            progress(f"[{clock}] {mode}: {args.tickets} tickets, {args.users} users, API at {api.url}")
+            try:
+                outcomes, restart_info = asyncio.run(send_all(api.url, tickets, args.users, restart, clock))
+            finally:
+                replacement.stop(STOP_TIMEOUT_S)
+        result = summarize(mode, outcomes, restart_info, check_rows(dsn, outcomes))
+    finally:
+        if result is not None and result["violations"]:
+            progress(f"[{clock}] {mode}: kept the database for a look: {shown_dsn(dsn)}")
+        else:
+            drop_database(server_dsn, name)
+    return result
+
+
+def create_database(server_dsn: str, name: str) -> str:
+    """A new database `name` with the schema and the small data set's 300 customers; its DSN."""
+    with connect(server_dsn, autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        admin.execute(f"CREATE DATABASE {name}")
+    dsn = make_conninfo(server_dsn, dbname=name)
+    with connect(dsn) as conn:
+        apply_schema(conn)
+        with conn.cursor().copy(f"COPY customers ({', '.join(CUSTOMER_COLUMNS)}) FROM STDIN") as copy:
+            for row in dataset.customers(dataset.SIZES["small"]):
+                copy.write_row(row)
+    return dsn
+
+
+def drop_database(server_dsn: str, name: str) -> None:
+    """Drop the database, connections and all."""
+    with connect(server_dsn, autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def summarize(mode: str, outcomes: list[Outcome], restart_info: dict, checked: dict) -> dict:
+    """Every figure of one mode's run, as printed by --json."""
+    answers = Counter(str(o.status) if o.status == 201 else f"{o.status or 'no answer'} {o.error}" for o in outcomes)
+    connection_errors = Counter(name for o in outcomes for name in o.connection_errors)
+    return {
+        "mode": mode, "sent": len(outcomes), "created": answers.get("201", 0),
+        "answers": dict(sorted(answers.items())),
+        "connection_errors": dict(connection_errors),
+        "tickets_retried": sum(1 for o in outcomes if o.connection_errors),
+        "restart": restart_info, **checked,
+    }
+
+
+def render(result: dict, args: argparse.Namespace) -> str:
+    """The figures of one mode as a few lines of text."""
+    restart = result["restart"]
+    answers = ", ".join(f"{answer} x {count}" for answer, count in result["answers"].items())
+    errors = ", ".join(f"{name} x {count}" for name, count in result["connection_errors"].items()) or "none"
+    unanswered = result["saved_without_201"]
+    shown = ", ".join(unanswered[:5]) + (", ..." if len(unanswered) > 5 else "")
+    violations = "".join(f"\n    {line}" for line in result["violations"])
+    stopped = "killed after 35 s" if restart["exit_code"] == -9 else f"drained and stopped in {restart['stop_s']:.1f} s"
+    return (
+        f"INTAKE_MODE={result['mode']}: {result['sent']} tickets sent by {args.users} users; simulator speed "
+        f"{args.speed:g}, error rate {args.error_rate:g}, hang rate {args.hang_rate:g} ({args.hang_s:g} s, "
+        f"PROVIDER_TIMEOUT_S={args.provider_timeout:g}), quota {args.quota}/min\n"
+        f"  answers: {answers}\n"
+        f"  restart: SIGTERM once ticket {restart['after_ticket']} had started, {len(restart['in_flight'])} in flight;"
+        f" {stopped}, a new API listened {restart['start_s']:.1f} s later\n"
+        f"  connection errors and timeouts: {errors} (failed attempts of {result['tickets_retried']} tickets, "
+        f"each retried with its Idempotency-Key)\n"
+        f"  PostgreSQL: {result['rows']} tickets, {result['complete_rows']} with their AI results, "
+        f"{result['duplicates']} duplicates; saved without a 201 (in flight at the restart, or its client gave up): "
+        f"{len(unanswered)}{f' ({shown})' if unanswered else ''}\n"
+        f"  violations: {len(result['violations']) or 'none'}{violations}"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the command line, soak each mode, print the figures; exit code 1 on any violation."""
+    parser = argparse.ArgumentParser(prog="python -m scripts.soak", description=__doc__.splitlines()[0],
+                                     epilog="Exit codes: 0 nothing lost or duplicated, 1 a violation (its database "
+                                            "is kept), 2 a start-up failed or bad arguments.")
+    parser.add_argument("--tickets", type=positive_int, default=500, help="tickets per mode (default 500)")
+    parser.add_argument("--users", type=positive_int, default=64, help="tickets in flight at once (default 64)")
+    parser.add_argument("--modes", "--mode", type=parse_modes, default=["async"],
+                        help="INTAKE_MODE values, separated by commas (default async)")
+    parser.add_argument("--speed", type=positive_float, default=0.2, help="the simulator's speed (default 0.2)")
+    parser.add_argument("--error-rate", type=float, default=0.05,
+                        help="share of provider calls answered 500/503 (default 0.05)")
+    parser.add_argument("--hang-rate", type=float, default=0.02,
+                        help="share of provider calls that hang (default 0.02)")
+    parser.add_argument("--hang-s", type=positive_float, default=5.0, help="how long a hang lasts (default 5)")
+    parser.add_argument("--provider-timeout", type=positive_float, default=2.0,
+                        help="the API's PROVIDER_TIMEOUT_S, shorter than a hang (default 2)")
+    parser.add_argument("--quota", type=int, default=800,
+                        help="chat calls per minute (2 per ticket; default 800, so some tickets get 429)")
+    parser.add_argument("--seed", type=int, default=1, help="seed for the tickets and the faults (default 1)")
+    parser.add_argument("--out", help="folder for the logs (default .lab/soak-DATE-TIME)")
+    parser.add_argument("--json", action="store_true", help="print every figure as one JSON object")
+    args = parser.parse_args(argv)
+    if not 0 <= args.error_rate + args.hang_rate <= 1 or min(args.error_rate, args.hang_rate, args.quota) < 0:
+        parser.error("--error-rate and --hang-rate must be between 0 and 1 together, --quota at least 0")
+    if args.hang_s <= args.provider_timeout:
+        parser.error("--hang-s must be longer than --provider-timeout, or hangs are no timeouts")
+
+    folder, clock = output_folder(args.out, "soak"), Clock()
+    faults = ["--error-rate", f"{args.error_rate:g}", "--hang-rate", f"{args.hang_rate:g}",
+              "--hang-s", f"{args.hang_s:g}", "--seed", str(args.seed)]
+    results = []
+    with sigterm_as_interrupt():
+        # This process starts the embedded server, so it outlives the APIs that use it.
+        server_dsn = resolve_dsn(load_settings())
+        progress(f"[{clock}] database server {shown_dsn(server_dsn)}")
+        simulator = stack.simulator(speed=args.speed, quota=args.quota, extra=faults, log_dir=folder / "logs")
+        with started(simulator):
+            for mode in args.modes:
+                results.append(soak_mode(mode, args, server_dsn, simulator, folder / "logs", clock))
+    if args.json:
+        print(json.dumps({"runs": results, "violations": sum(len(r["violations"]) for r in results)}))
+    else:
+        print("\n".join(render(result, args) for result in results))
+    progress(f"[{clock}] logs in {folder}")
+    return 1 if any(result["violations"] for result in results) else 0
+
+
+if __name__ == "__main__":
+    run(main)
