@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scripts import stack
-from scripts.cli import progress, run
+from scripts.cli import CommandError, progress, run
 from scripts.lessons_readme import render_readme
+from scripts.db import init
 from ticket_api.config import load_settings
 from ticket_api.database import resolve_dsn
 
@@ -163,6 +164,7 @@ def check_suites_and_lessons(workdir: Path, speed: float) -> list[str]:
     """(b), (c) and (d); returns the problems found."""
     snapshots, lessons = load_lessons()
     database_url = resolve_dsn(load_settings())
+    init(database_url, "small")  # the lesson commands need the known customers
     problems = []
     for name, snapshot in snapshots.items():
         progress(f"(b) {name}: running its suite")
@@ -183,16 +185,20 @@ def check_suites_and_lessons(workdir: Path, speed: float) -> list[str]:
         problems.append(suite_problem(f"{lesson.id} replayed", summary, lesson.tests))
         for command in lesson.commands:
             progress(f"(d) {lesson.id}: {command['name']}")
-            problems += check_command(project, command, speed)
+            problems += check_command(project, command, speed, database_url)
     return [p for p in problems if p]
 
 
-def check_command(project: Path, command: dict, speed: float) -> list[str]:
+def check_command(project: Path, command: dict, speed: float, database_url: str) -> list[str]:
     """Run one lesson command against a live stack made of `project`; compare its --json with `expect`."""
-    with stack.simulator(speed=speed, quota=0, cwd=project) as simulator:
-        with stack.api(f"{simulator.url}/v1", env=command.get("api_env", {}), cwd=project) as api:
-            argv = [sys.executable, *command["run"].removeprefix("python").split(), "--url", api.url, "--json"]
-            result = subprocess.run(argv, cwd=project, capture_output=True, text=True, timeout=600)
+    env = {**command.get("api_env", {}), "DATABASE_URL": database_url}
+    try:
+        with stack.simulator(speed=speed, quota=0, cwd=project) as simulator:
+            with stack.api(f"{simulator.url}/v1", env=env, cwd=project) as api:
+                argv = [sys.executable, *command["run"].removeprefix("python").split(), "--url", api.url, "--json"]
+                result = subprocess.run(argv, cwd=project, capture_output=True, text=True, timeout=600)
+    except CommandError as exc:
+        return [f"{command['name']}: {exc}"]
     if result.returncode != 0:
         return [f"{command['name']}: `{command['run']}` exited {result.returncode}: {result.stderr.strip()[-300:]}"]
     figures = json.loads(result.stdout)

@@ -1,0 +1,77 @@
+"""Locust users that create tickets back to back, like support customers that never stop writing.
+
+The course's steady load, 8 users for 40 seconds, from the project folder (the API on port 8000):
+
+    locust -f locustfiles/tickets.py --headless -u 8 -r 8 -t 40s --host http://127.0.0.1:8000
+
+Without --headless, Locust serves its web UI on http://localhost:8089. Only 201 counts as a
+success; every other answer is a failure named by the API's error code, such as `ai_busy (503)`.
+TICKETS_READ_WEIGHT=N adds a light task that reads a customer's tickets, N per 10 new tickets
+(off by default). `python -m scripts.capacity` runs this file for every INTAKE_MODE.
+"""
+
+import os
+import random
+
+from locust import FastHttpUser, constant, events, task
+
+from scripts import dataset
+
+CREATE_NAME = "/v1/tickets"
+READ_WEIGHT = int(os.environ.get("TICKETS_READ_WEIGHT", "0"))
+
+
+class TicketUser(FastHttpUser):
+    """One customer: sends a ticket, waits for the answer, sends the next one at once (a closed loop)."""
+
+    # FastHttpUser (geventhttpclient) needs a fraction of HttpUser's CPU per request, so Locust is
+    # not the limit. A ticket that waits longer than its network_timeout (60 s) fails as "no answer".
+    wait_time = constant(0)
+
+    def on_start(self) -> None:
+        """Give each user its own random stream of customers and texts."""
+        self.rng = random.Random()
+
+    @task(10)
+    def create_ticket(self) -> None:
+        """POST /v1/tickets; a success is 201 only."""
+        with self.client.post(CREATE_NAME, json=random_ticket(self.rng), catch_response=True) as response:
+            if response.status_code == 201:
+                response.success()
+            else:
+                response.failure(failure_name(response))
+
+    @task(READ_WEIGHT)
+    def read_tickets(self) -> None:
+        """GET one page of a random customer's tickets (weight 0, so off, unless TICKETS_READ_WEIGHT is set)."""
+        customer_id = self.rng.choice(dataset.KNOWN_CUSTOMER_IDS)
+        with self.client.get(f"/v1/tickets?customer_id={customer_id}&limit=10", name="/v1/tickets?customer_id=[id]",
+                             catch_response=True) as response:
+            if response.status_code != 200:
+                response.failure(failure_name(response))
+
+
+def random_ticket(rng: random.Random) -> dict:
+    """A ticket like those of scripts.stall: a customer of every data set, a realistic subject and body."""
+    category = rng.choice(list(dataset.SUBJECTS))
+    subject = rng.choice(dataset.SUBJECTS[category]).format(n=rng.randint(100, 99999))
+    body = rng.choice(dataset.BODIES).format(subject=subject, subject_lower=subject[0].lower() + subject[1:])
+    return {"customer_id": rng.choice(dataset.KNOWN_CUSTOMER_IDS), "subject": subject, "body": body}
+
+
+def failure_name(response) -> str:
+    """`ai_busy (503)` from the API's error body; the status alone, or the network error, otherwise."""
+    if not response.status_code:
+        return f"no answer ({type(response.error).__name__})"
+    try:
+        code = response.json().get("error")
+    except (ValueError, AttributeError):
+        code = None
+    return f"{code or 'http_error'} ({response.status_code})"
+
+
+@events.test_start.add_listener
+def start_the_clock(environment, **kwargs) -> None:
+    """Create the ticket entry as the test starts: Locust dates an entry from its first answer otherwise,
+    and `python -m scripts.capacity` divides the successes by the time since its start."""
+    environment.stats.get(CREATE_NAME, "POST")

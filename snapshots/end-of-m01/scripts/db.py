@@ -1,0 +1,104 @@
+"""Set up the lab's database: `python -m scripts.db init | status | stop`."""
+
+import argparse
+import time
+
+import psycopg
+
+from scripts import dataset
+from scripts.cli import CommandError, progress, run
+from ticket_api.config import load_settings
+from ticket_api.database import apply_schema, connect, resolve_dsn, shown_dsn
+
+TABLES = ("customers", "tickets", "ticket_ai_results", "idempotency_keys")
+CUSTOMER_COLUMNS = ("id", "name", "email", "plan", "created_at")
+TICKET_COLUMNS = ("id", "customer_id", "subject", "body", "created_at")
+RESULT_COLUMNS = ("ticket_id", "category", "priority", "draft_reply", "embedding", "classify_model", "classify_ms",
+                  "draft_model", "draft_ms", "embed_model", "embed_ms", "created_at")
+
+
+def init(dsn: str, size_name: str, reset: bool = False) -> str:
+    """Create the schema and load a data set unless it is loaded already; returns what it did."""
+    with connect(dsn) as conn:
+        conn.execute("SELECT pg_advisory_xact_lock(20260101)")  # one loader at a time
+        apply_schema(conn)
+        loaded = _meta(conn).get("data_size")
+        if loaded and not reset:
+            if loaded != size_name:
+                raise CommandError(f"the database holds the {loaded} data set; add --reset to replace it with {size_name}")
+            return f"the {loaded} data set is already loaded"
+        conn.execute(f"TRUNCATE {', '.join(TABLES)}, lab_meta RESTART IDENTITY CASCADE")
+        _load(conn, dataset.SIZES[size_name])
+        conn.execute("INSERT INTO lab_meta (key, value) VALUES ('data_size', %s), ('seed', %s)",
+                     (size_name, str(dataset.SEED)))
+    return f"loaded the {size_name} data set"
+
+
+def status(dsn: str) -> list[str]:
+    """Which server is used and how many rows each table holds."""
+    lines = [f"server: {shown_dsn(dsn)}"]
+    with connect(dsn) as conn:
+        if conn.execute("SELECT to_regclass('lab_meta')").fetchone()[0] is None:
+            return [*lines, "no lab tables yet: run `python -m scripts.db init`"]
+        lines.append(f"data set: {_meta(conn).get('data_size', 'none')}")
+        for table in TABLES:
+            count = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+            lines.append(f"{table:<20} {count:>8,} rows")
+    return lines
+
+
+def _load(conn: psycopg.Connection, size: dataset.Size) -> None:
+    started = time.perf_counter()
+    with conn.cursor().copy(f"COPY customers ({', '.join(CUSTOMER_COLUMNS)}) FROM STDIN") as copy:
+        for row in dataset.customers(size):
+            copy.write_row(row)
+    step = size.tickets // 10 if size.tickets >= 10_000 else size.tickets + 1  # progress only when it is slow
+    with conn.cursor() as cur:
+        with cur.copy(f"COPY tickets ({', '.join(TICKET_COLUMNS)}) FROM STDIN") as tickets_copy:
+            results = []
+            for done, (ticket, result) in enumerate(dataset.tickets(size), start=1):
+                tickets_copy.write_row(ticket)
+                results.append(result)
+                if done % step == 0:
+                    progress(f"  generated {done:,}/{size.tickets:,} tickets ({time.perf_counter() - started:.0f} s)")
+        with cur.copy(f"COPY ticket_ai_results ({', '.join(RESULT_COLUMNS)}) FROM STDIN") as results_copy:
+            for result in results:
+                results_copy.write_row(result)
+    conn.execute("SELECT setval(pg_get_serial_sequence('tickets', 'id'), (SELECT max(id) FROM tickets))")
+
+
+def _meta(conn: psycopg.Connection) -> dict[str, str]:
+    return dict(conn.execute("SELECT key, value FROM lab_meta").fetchall())
+
+
+def main() -> int:
+    """Parse the command line and run one subcommand."""
+    parser = argparse.ArgumentParser(prog="python -m scripts.db", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    init_parser = commands.add_parser("init", help="create the schema and load a data set (idempotent)")
+    init_parser.add_argument("--size", choices=sorted(dataset.SIZES), default="small",
+                             help="small: 300 customers, 3,000 tickets; large: 2,000 customers, 30,000 tickets")
+    init_parser.add_argument("--reset", action="store_true", help="delete every row first, then load")
+    commands.add_parser("status", help="print the server used (no password) and the row counts")
+    commands.add_parser("stop", help="stop the embedded server now (it restarts on next use)")
+    args = parser.parse_args()
+
+    settings = load_settings()
+    if args.command == "stop":
+        if settings.database_url:
+            raise CommandError("DATABASE_URL is set: that server is not the lab's to stop")
+        from ticket_api.embedded import stop_embedded
+
+        print("stopped the embedded PostgreSQL" if stop_embedded() else "the embedded PostgreSQL was not running")
+        return 0
+    dsn = resolve_dsn(settings)
+    if args.command == "init":
+        progress(f"database: {shown_dsn(dsn)}")
+        print(init(dsn, args.size, args.reset))
+    else:
+        print("\n".join(status(dsn)))
+    return 0
+
+
+if __name__ == "__main__":
+    run(main)

@@ -1,0 +1,136 @@
+"""Start and stop the lab's processes (simulator, API) for scripts and tests: free ports, stopped by pid."""
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from scripts.cli import CommandError
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def check_port_free(port: int) -> None:
+    """Raise CommandError if something already listens on 127.0.0.1:port."""
+    with socket.socket() as sock:
+        # As uvicorn does: a port whose last server has just stopped (connections in TIME_WAIT) is free.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            raise CommandError(f"port {port} is in use on 127.0.0.1: stop what runs there or choose another port") from None
+
+
+class Service:
+    """A process this program started: ready when its /health answers, stopped by its pid (and its children)."""
+
+    def __init__(self, name: str, argv: list[str], port: int, env: dict[str, str] | None = None,
+                 log_dir: Path | None = None, cwd: Path = PROJECT_ROOT):
+        self.name = name
+        self.cwd = cwd
+        self.argv = argv
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}"
+        self.env = {**os.environ, **(env or {})}
+        self._own_log_dir = log_dir is None  # a temporary folder, removed when the process ends cleanly
+        self.log_path = Path(log_dir or tempfile.mkdtemp(prefix="lab-")) / f"{name}.log"
+        self.process: subprocess.Popen | None = None
+
+    def start(self, timeout_s: float = 60, ready: str = "health") -> "Service":
+        """Start the process and wait until GET /health answers 200, or with ready="port" until it listens.
+
+        ("port" is for an API restarted under load: a blocking-mode API flooded by waiting clients
+        may not answer /health for a long while, though it is up.)
+        """
+        check_port_free(self.port)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as log:
+            # A session of its own, so stopping it also stops its children (uvicorn workers).
+            self.process = subprocess.Popen(
+                self.argv, cwd=self.cwd, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, start_new_session=True,
+            )
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise CommandError(f"{self.name} stopped during start-up: {self.last_log_line()}")
+            if self._listening() if ready == "port" else self._healthy():
+                return self
+            time.sleep(0.05)
+        self.stop()
+        raise CommandError(f"{self.name} did not answer /health within {timeout_s:g} s; see {self.log_path}")
+
+    def stop(self, timeout_s: float = 35) -> int | None:
+        """SIGTERM (graceful: in-flight requests finish), then SIGKILL after `timeout_s`; returns the exit code."""
+        if self.process is None:
+            return None
+        if self.process.poll() is None:
+            _signal_group(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                _signal_group(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        if self._own_log_dir and self.process.returncode == 0:
+            shutil.rmtree(self.log_path.parent, ignore_errors=True)
+        return self.process.returncode
+
+    def _healthy(self) -> bool:
+        try:
+            return httpx.get(f"{self.url}/health", timeout=1).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    def _listening(self) -> bool:
+        with socket.socket() as sock:
+            return sock.connect_ex(("127.0.0.1", self.port)) == 0
+
+    def last_log_line(self) -> str:
+        """The last non-empty line of the process's output."""
+        lines = [line for line in self.log_path.read_text(errors="replace").splitlines() if line.strip()]
+        return lines[-1].strip() if lines else "(no output)"
+
+    def __enter__(self) -> "Service":
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+def simulator(port: int | None = None, speed: float = 1.0, quota: int = 0, extra: list[str] | None = None,
+              log_dir: Path | None = None, cwd: Path = PROJECT_ROOT) -> Service:
+    """`python -m simulator` on a free port, quota off unless given."""
+    port = port or free_port()
+    argv = [sys.executable, "-m", "simulator", "--port", str(port), "--speed", str(speed), "--quota", str(quota)]
+    return Service("simulator", argv + (extra or []), port, log_dir=log_dir, cwd=cwd)
+
+
+def api(provider_url: str, port: int | None = None, env: dict[str, str] | None = None, workers: int = 1,
+        log_dir: Path | None = None, cwd: Path = PROJECT_ROOT) -> Service:
+    """The ticket API under uvicorn on a free port; `env` sets its settings (INTAKE_MODE=..., ...)."""
+    port = port or free_port()
+    argv = [sys.executable, "-m", "uvicorn", "ticket_api.main:app", "--host", "127.0.0.1", "--port", str(port),
+            "--workers", str(workers), "--timeout-graceful-shutdown", "30", "--no-access-log"]
+    settings = {"PROVIDER_URL": provider_url, "LOG_LEVEL": "WARNING", **(env or {})}
+    return Service("api", argv, port, env=settings, log_dir=log_dir, cwd=cwd)
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> None:
+    try:
+        os.killpg(pid, sig)
+    except ProcessLookupError:
+        pass

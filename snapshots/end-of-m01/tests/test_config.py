@@ -1,0 +1,91 @@
+"""Settings: defaults, the environment over .env, and one clear line for every bad value."""
+
+import pytest
+
+from ticket_api.config import Settings, load_settings
+from ticket_api.errors import StartupError
+
+ALL_VARIABLES = [name.upper() for name in Settings.model_fields]
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch, tmp_path):
+    """No lab variable from the terminal, and a working directory without .env."""
+    for name in ALL_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+
+
+def test_defaults_match_the_readme():
+    settings = load_settings()
+    assert settings.database_url is None
+    assert settings.db_pool is True
+    assert settings.db_pool_max_size == 10
+    assert settings.provider_url == "http://127.0.0.1:8100/v1"
+    assert settings.thread_limit == 40
+    assert settings.loop_watchdog_ms == 250
+    assert settings.lab_routes is True
+
+
+def test_the_environment_is_read(monkeypatch):
+    monkeypatch.setenv("DB_POOL", "false")
+    monkeypatch.setenv("THREAD_LIMIT", "200")
+    settings = load_settings()
+    assert settings.db_pool is False
+    assert settings.thread_limit == 200
+
+
+def test_dotenv_is_read(tmp_path):
+    (tmp_path / ".env").write_text("DB_POOL_MAX_SIZE=3\nLOG_LEVEL=debug\n")
+    settings = load_settings()
+    assert settings.db_pool_max_size == 3
+    assert settings.log_level == "DEBUG"
+
+
+def test_the_environment_wins_over_dotenv(monkeypatch, tmp_path):
+    (tmp_path / ".env").write_text("DB_POOL_MAX_SIZE=3\n")
+    monkeypatch.setenv("DB_POOL_MAX_SIZE", "7")
+    assert load_settings().db_pool_max_size == 7
+
+
+def test_unknown_keys_in_dotenv_are_ignored(tmp_path):
+    (tmp_path / ".env").write_text("SOMETHING_FROM_A_LATER_MODULE=1\nDB_POOL_MAX_SIZE=4\n")
+    assert load_settings().db_pool_max_size == 4
+
+
+def test_trailing_slash_of_the_provider_url_is_dropped(monkeypatch):
+    monkeypatch.setenv("PROVIDER_URL", "http://127.0.0.1:9000/v1/")
+    assert load_settings().provider_url == "http://127.0.0.1:9000/v1"
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "allowed"),
+    [
+        ("DB_POOL", "maybe", "true or false"),
+        ("DB_POOL_MAX_SIZE", "0", "greater than or equal to 1"),
+        ("DB_POOL_TIMEOUT_S", "-1", "greater than 0"),
+        ("DATABASE_URL", "mysql://root@localhost/db", "postgresql://"),
+        ("PROVIDER_URL", "ftp://example.com", "http://"),
+        ("PROVIDER_TIMEOUT_S", "soon", "valid number"),
+        ("THREAD_LIMIT", "0", "greater than or equal to 1"),
+        ("LOG_LEVEL", "LOUD", "DEBUG"),
+        ("LOOP_WATCHDOG_MS", "-5", "greater than or equal to 0"),
+    ],
+)
+def test_a_bad_value_gives_one_line_naming_variable_value_and_what_is_allowed(monkeypatch, variable, value, allowed):
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(StartupError) as caught:
+        load_settings()
+    message = str(caught.value)
+    assert "\n" not in message
+    assert variable in message
+    assert repr(value) in message
+    assert allowed in message
+
+
+def test_the_api_key_never_shows(monkeypatch):
+    monkeypatch.setenv("PROVIDER_API_KEY", "sk-very-secret")
+    settings = load_settings()
+    assert "sk-very-secret" not in repr(settings)
+    assert "sk-very-secret" not in str(settings.model_dump())
+    assert settings.provider_api_key.get_secret_value() == "sk-very-secret"

@@ -1,0 +1,60 @@
+"""GET /metrics: what fills up while the API waits, in Prometheus text format."""
+
+from anyio import to_thread
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+LAG_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+class Metrics:
+    """The API's metrics: counted as things happen, or read live at every scrape."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.loop_lag = Histogram(
+            "ticket_api_event_loop_lag_seconds",
+            "How late the event loop ran a 20 ms heartbeat (blocked loop = large lag).",
+            buckets=LAG_BUCKETS,
+            registry=self.registry,
+        )
+        self.tickets = Counter(
+            "ticket_api_tickets",
+            "POST /v1/tickets answers by outcome: created, or the error code.",
+            ["outcome"],
+            registry=self.registry,
+        )
+
+    def watch(self, app_state) -> None:
+        """Read the thread limiter, the DB pool and the provider from the app's state at every scrape."""
+        self.registry.register(_LiveFigures(app_state))
+
+    def render(self) -> bytes:
+        """Everything in Prometheus text format."""
+        return generate_latest(self.registry)
+
+
+class _LiveFigures:
+    def __init__(self, app_state) -> None:
+        self.state = app_state
+
+    def describe(self) -> list:
+        return []
+
+    def collect(self):
+        limiter = to_thread.current_default_thread_limiter().statistics()
+        yield _gauge("ticket_api_threads_total", "Tokens of AnyIO's default thread limiter (THREAD_LIMIT).", limiter.total_tokens)
+        yield _gauge("ticket_api_threads_borrowed", "Thread-pool tokens in use.", limiter.borrowed_tokens)
+        yield _gauge("ticket_api_threads_waiting", "Tasks waiting for a thread-pool token.", limiter.tasks_waiting)
+        db = self.state.db.stats()
+        yield _gauge("ticket_api_db_pool_size", "Open connections in the DB pool.", db["size"])
+        yield _gauge("ticket_api_db_pool_max", "DB_POOL_MAX_SIZE.", db["max"])
+        yield _gauge("ticket_api_db_pool_in_use", "DB connections borrowed right now.", db["in_use"])
+        yield _gauge("ticket_api_db_pool_waiting", "Requests waiting for a DB connection.", db["waiting"])
+        yield CounterMetricFamily("ticket_api_db_pool_wait_seconds", "Time requests waited for a DB connection.",
+                                  value=db["wait_ms"] / 1000)
+        yield _gauge("ticket_api_provider_in_flight", "Calls to the AI provider under way.", self.state.provider.in_flight)
+
+
+def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, documentation, value=value)

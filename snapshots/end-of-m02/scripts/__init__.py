@@ -1,0 +1,1 @@
+"""The lab's commands: `python -m scripts.<name> --help`."""

@@ -1,0 +1,120 @@
+"""Send 32 tickets at once and watch what the API holds meanwhile: `python -m scripts.burst`.
+
+It reads GET /metrics every 50 ms while the tickets are in flight: DB connections in use,
+requests waiting for one, provider calls in flight. Module 1's design (INTAKE_MODE=thread)
+holds a connection through each ticket's AI wait; async intake borrows one only to check
+and to save.
+"""
+
+import argparse
+import asyncio
+import json
+import random
+import re
+import statistics
+import time
+
+import httpx
+
+from scripts.cli import CommandError, run
+from scripts.stall import random_ticket
+
+FIGURES = {
+    "db_in_use": "ticket_api_db_pool_in_use",
+    "db_pool_max": "ticket_api_db_pool_max",
+    "db_waiting": "ticket_api_db_pool_waiting",
+    "db_wait_s": "ticket_api_db_pool_wait_seconds_total",
+    "provider_in_flight": "ticket_api_provider_in_flight",
+}
+
+
+def read_metrics(text: str) -> dict[str, float]:
+    """The figures burst watches, from /metrics in Prometheus text format."""
+    values = dict(re.findall(r"^(\w+) (\S+)$", text, re.MULTILINE))
+    return {name: float(values.get(metric, 0)) for name, metric in FIGURES.items()}
+
+
+async def burst(url: str, tickets: int, interval: float, seed: int) -> dict:
+    """Send `tickets` tickets at the same moment, sampling /metrics until all have answered."""
+    rng = random.Random(seed)
+    limits = httpx.Limits(max_connections=tickets + 2)
+    async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as client:
+        try:
+            before = read_metrics((await client.get("/metrics")).text)
+        except httpx.TransportError:
+            raise CommandError(f"the API does not answer at {url}: start it first (fastapi dev)") from None
+        samples: list[dict[str, float]] = []
+        done = asyncio.Event()
+
+        async def watch() -> None:
+            while not done.is_set():
+                samples.append(read_metrics((await client.get("/metrics")).text))
+                await asyncio.sleep(interval)
+
+        async def create(ticket: dict) -> tuple[int, float]:
+            started = time.perf_counter()
+            response = await client.post("/v1/tickets", json=ticket)
+            return response.status_code, (time.perf_counter() - started) * 1000
+
+        watcher = asyncio.create_task(watch())
+        started = time.perf_counter()
+        results = await asyncio.gather(*(create(random_ticket(rng)) for _ in range(tickets)))
+        total_s = time.perf_counter() - started
+        done.set()
+        await watcher
+        after = read_metrics((await client.get("/metrics")).text)
+    return summarize(results, samples, before, after, total_s)
+
+
+def summarize(results: list[tuple[int, float]], samples: list[dict], before: dict, after: dict, total_s: float) -> dict:
+    """Every figure of the run, for the printout and for --json."""
+    statuses = [status for status, _ in results]
+    times = sorted(ms for _, ms in results)
+    samples = samples or [after]
+    return {
+        "tickets": len(results),
+        "total_s": round(total_s, 2),
+        "statuses": sorted(set(statuses)),
+        "status_counts": {str(code): statuses.count(code) for code in sorted(set(statuses))},
+        "p50_ms": round(statistics.median(times), 1),
+        "p95_ms": round(times[min(len(times) - 1, int(0.95 * len(times)))], 1),
+        "db_pool_max": int(after["db_pool_max"]),
+        "db_in_use_median": statistics.median(s["db_in_use"] for s in samples),
+        "db_in_use_max": max(s["db_in_use"] for s in samples),
+        "db_waiting_max": max(s["db_waiting"] for s in samples),
+        "db_wait_s": round(after["db_wait_s"] - before["db_wait_s"], 2),
+        "provider_in_flight_max": max(s["provider_in_flight"] for s in samples),
+    }
+
+
+def report(figures: dict) -> str:
+    """Three lines for people."""
+    counts = ", ".join(f"{code}: {n}" for code, n in figures["status_counts"].items())
+    return "\n".join([
+        f"{figures['tickets']} tickets at once: {figures['total_s']:.1f} s, status counts {{{counts}}}, "
+        f"p50 {figures['p50_ms']:.1f} ms, p95 {figures['p95_ms']:.1f} ms",
+        f"DB connections in use: median {figures['db_in_use_median']:g}, max {figures['db_in_use_max']:g} "
+        f"of {figures['db_pool_max']}; time waited for one: {figures['db_wait_s']:.1f} s in all",
+        f"provider calls in flight: at most {figures['provider_in_flight_max']:g}",
+    ])
+
+
+def main() -> int:
+    """Parse the command line, run the burst, print the figures."""
+    parser = argparse.ArgumentParser(prog="python -m scripts.burst", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--url", default="http://127.0.0.1:8000", help="the API (default %(default)s)")
+    parser.add_argument("--tickets", type=int, default=32, help="tickets sent at once (default %(default)s)")
+    parser.add_argument("--interval", type=float, default=0.05, help="seconds between /metrics samples")
+    parser.add_argument("--seed", type=int, default=0, help="seed for the random customers")
+    parser.add_argument("--json", action="store_true", help="print every figure as one JSON object")
+    args = parser.parse_args()
+    if args.tickets < 1 or args.interval <= 0:
+        parser.error("--tickets must be at least 1 and --interval above 0")
+    figures = asyncio.run(burst(args.url.rstrip("/"), args.tickets, args.interval, args.seed))
+    print(json.dumps(figures) if args.json else report(figures))
+    return 0
+
+
+if __name__ == "__main__":
+    run(main)

@@ -1,0 +1,95 @@
+"""Send N requests to one route, C at a time, while GET /health is asked every 50 ms: `python -m scripts.probe PATH`.
+
+It prints the route's throughput and latency, and how long /health took meanwhile: a /health
+that needs hundreds of milliseconds means that the route holds the event loop.
+"""
+
+import argparse
+import asyncio
+import json
+from collections import Counter
+
+from scripts.cli import progress, run
+from scripts.measure import (
+    check_api, closed_loop, fmt_ms, open_client, open_clients, positive_float, positive_int, probe_health, route_path,
+    summarize, warm_up,
+)
+
+DEFAULT_URL = "http://127.0.0.1:8000"
+EXIT_CODES = "Exit codes: 0 every request answered 2xx, 1 some failed, 2 the API cannot be reached or bad arguments."
+
+
+async def measure(url: str, path: str, concurrency: int, requests: int, interval_s: float) -> dict:
+    """Warm the route up, then load it and probe /health at the same time; returns the figures."""
+    async with open_client(url) as probe_client, open_clients(url, concurrency) as load_clients:
+        await check_api(probe_client)
+        await warm_up(load_clients, path)
+        stop = asyncio.Event()
+        prober = asyncio.create_task(probe_health(probe_client, interval_s, stop))
+        try:
+            load = await closed_loop(load_clients, path, requests=requests)
+        finally:
+            stop.set()
+            health_ms = await prober
+    return {
+        "url": url,
+        "path": path,
+        "concurrency": concurrency,
+        "requests": requests,
+        "wall_s": load.wall_s,
+        "ok": len(load.latencies_ms),
+        "errors": len(load.errors),
+        "error_kinds": dict(Counter(load.errors).most_common(3)),
+        "rps": load.rps,
+        "latency_ms": summarize(load.latencies_ms),
+        "server_ms": summarize(load.server_ms),
+        "health_interval_s": interval_s,
+        "health_ms": summarize(health_ms),
+        "generator_cpu_share": load.cpu_share,
+        "generator_saturated": load.saturated,
+    }
+
+
+def render(result: dict) -> str:
+    """The figures as three lines of text."""
+    latency, server, health = result["latency_ms"], result["server_ms"], result["health_ms"]
+    errors = str(result["errors"])
+    if result["error_kinds"]:
+        errors += " (" + ", ".join(f"{kind} x{count}" for kind, count in result["error_kinds"].items()) + ")"
+    return "\n".join([
+        f"GET {result['path']}: {result['requests']} requests, {result['concurrency']} at a time",
+        f"  wall {result['wall_s']:.2f} s   ok {result['ok']}   errors {errors}   {result['rps']:.1f} req/s"
+        f"   p50 {fmt_ms(latency['p50'])} ms   p99 {fmt_ms(latency['p99'])} ms"
+        + (f"   (in the API: p50 {fmt_ms(server['p50'])} ms)" if server["count"] else ""),
+        f"GET /health every {result['health_interval_s'] * 1000:.0f} ms meanwhile: {health['count']} samples"
+        f"   p50 {fmt_ms(health['p50'])} ms   p95 {fmt_ms(health['p95'])} ms   max {fmt_ms(health['max'])} ms",
+    ])
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the command line, measure, print; exit code 1 if any request failed."""
+    parser = argparse.ArgumentParser(
+        prog="python -m scripts.probe", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=EXIT_CODES,
+    )
+    parser.add_argument("path", type=route_path, help="the route to load, e.g. /lab/sleep/async-blocking")
+    parser.add_argument("--concurrency", type=positive_int, default=10,
+                        help="requests in flight at once (default 10)")
+    parser.add_argument("--requests", type=positive_int, default=100, help="requests in all (default 100)")
+    parser.add_argument("--url", default=DEFAULT_URL, help=f"the API's address (default {DEFAULT_URL})")
+    parser.add_argument("--interval", type=positive_float, default=0.05,
+                        help="seconds between two /health probes (default 0.05)")
+    parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    args = parser.parse_args(argv)
+
+    progress(f"probing GET {args.path}: {args.requests} requests, {args.concurrency} at a time ...")
+    result = asyncio.run(measure(args.url, args.path, args.concurrency, args.requests, args.interval))
+    print(json.dumps(result) if args.json else render(result))
+    if result["generator_saturated"]:
+        progress(f"warning: this generator used {result['generator_cpu_share']:.0%} of a core: "
+                 "it may be the limit, not the API (try a lower --concurrency)")
+    return 1 if result["errors"] else 0
+
+
+if __name__ == "__main__":
+    run(main)

@@ -1,0 +1,216 @@
+"""Send 8 tickets, 4 at a time, while GET /health is asked every 0.1 s: `python -m scripts.stall`.
+
+/health does no work, so it should answer in milliseconds. If it needs seconds, something holds
+the API's event loop: a waiting call without `await` (INTAKE_MODE=blocking).
+"""
+
+import argparse
+import asyncio
+import json
+import random
+import statistics
+import sys
+import time
+
+import httpx
+
+from scripts import dataset
+from scripts.cli import CommandError, progress, run
+from scripts.measure import check_api, positive_float, positive_int
+from ticket_api.config import load_settings
+
+DEFAULT_URL = "http://127.0.0.1:8000"
+TIMEOUT_S = 120  # a ticket of a stalled server may wait for many others; it must not time out first
+
+
+def random_ticket(rng: random.Random) -> dict:
+    """A new ticket from a customer that exists in every data set, with a realistic subject and body."""
+    category = rng.choice(list(dataset.SUBJECTS))
+    subject = rng.choice(dataset.SUBJECTS[category]).format(n=rng.randint(100, 99999))
+    body = rng.choice(dataset.BODIES).format(subject=subject, subject_lower=subject[0].lower() + subject[1:])
+    return {"customer_id": rng.choice(dataset.KNOWN_CUSTOMER_IDS), "subject": subject, "body": body}
+
+
+async def measure_stall(url: str, tickets: int = 8, concurrency: int = 4, interval_s: float = 0.1,
+                        seed: int | None = None) -> dict:
+    """Send the tickets, `concurrency` at a time, and probe /health meanwhile; every time is from the start."""
+    rng = random.Random(seed)
+    waiting = [(number, random_ticket(rng)) for number in range(1, tickets + 1)]
+    async with httpx.AsyncClient(base_url=url, timeout=TIMEOUT_S) as client, \
+            httpx.AsyncClient(base_url=url, timeout=TIMEOUT_S) as probe_client:
+        await check_api(probe_client)
+        # Open one connection per ticket in flight before the clock starts: the figures are the
+        # server's, and the first tickets reach it together instead of one connection set-up apart.
+        await asyncio.gather(*(client.get("/health") for _ in range(concurrency)))
+        since, done = time.perf_counter(), asyncio.Event()
+        prober = asyncio.create_task(probe_health(probe_client, interval_s, done, since))
+        senders = await asyncio.gather(*(send_tickets(client, waiting, since) for _ in range(concurrency)))
+        total_s = time.perf_counter() - since
+        done.set()
+        probes = await prober
+    sent = [ticket for tickets_of_one_sender in senders for ticket in tickets_of_one_sender]
+    return summarize(url, tickets, concurrency, interval_s, seed, total_s, sent, probes)
+
+
+async def send_tickets(client: httpx.AsyncClient, waiting: list[tuple[int, dict]], since: float) -> list[dict]:
+    """Take tickets from `waiting` and send them one after another; each one's times (s) and outcome."""
+    sent = []
+    while waiting:
+        number, ticket = waiting.pop(0)
+        start_s = time.perf_counter() - since
+        try:
+            response = await client.post("/v1/tickets", json=ticket)
+            status, error, ai_ms = response.status_code, error_code(response), ai_time_ms(response)
+        except httpx.HTTPError as exc:
+            status, error, ai_ms = None, type(exc).__name__, None
+        sent.append({"ticket": number, "customer_id": ticket["customer_id"], "start_s": start_s,
+                     "end_s": time.perf_counter() - since, "status": status, "error": error, "ai_ms": ai_ms})
+    return sent
+
+
+async def probe_health(client: httpx.AsyncClient, interval_s: float, done: asyncio.Event, since: float) -> list[dict]:
+    """GET /health `interval_s` after each answer until `done`; each answer's start (s) and time (ms)."""
+    probes = []
+    while True:
+        try:
+            await asyncio.wait_for(done.wait(), interval_s)
+            return probes
+        except TimeoutError:
+            pass
+        start_s = time.perf_counter() - since
+        try:
+            response = await client.get("/health")
+        except httpx.HTTPError:
+            continue  # no answer is no sample; the tickets' figures tell the rest
+        if response.is_success:
+            probes.append({"start_s": start_s, "ms": (time.perf_counter() - since - start_s) * 1000})
+
+
+def summarize(url: str, tickets: int, concurrency: int, interval_s: float, seed: int | None, total_s: float,
+              sent: list[dict], probes: list[dict]) -> dict:
+    """Every figure of one run, as printed by --json."""
+    health_ms = [probe["ms"] for probe in probes]
+    return {
+        "url": url, "tickets": tickets, "concurrency": concurrency, "interval_s": interval_s, "seed": seed,
+        "total_s": total_s,
+        "statuses": sorted({t["status"] for t in sent if t["status"] is not None}),
+        "errors": sorted({t["error"] for t in sent if t["error"]}),
+        "health_answers": len(health_ms),
+        "health_median_ms": statistics.median(health_ms) if health_ms else None,
+        "health_slowest_ms": max(health_ms) if health_ms else None,
+        "ticket_runs": sorted(sent, key=lambda t: t["ticket"]),
+        "probes": probes,
+    }
+
+
+def error_code(response: httpx.Response) -> str | None:
+    """The API's error code (`ai_busy`, ...) of an answer that is not 201, else None."""
+    if response.status_code == 201:
+        return None
+    try:
+        return response.json().get("error") or f"http_{response.status_code}"
+    except (ValueError, AttributeError):
+        return f"http_{response.status_code}"
+
+
+def ai_time_ms(response: httpx.Response) -> float | None:
+    """The provider's share of the ticket, from the API's Server-Timing header (`ai;dur=...`)."""
+    for part in response.headers.get("server-timing", "").split(","):
+        name, _, duration = part.strip().partition(";dur=")
+        if name == "ai" and duration:
+            return float(duration)
+    return None
+
+
+def report(result: dict) -> str:
+    """The two lines of the course."""
+    statuses = str(result["statuses"])
+    unanswered = sum(1 for t in result["ticket_runs"] if t["status"] is None)
+    if unanswered:
+        statuses += f", {unanswered} without an answer"
+    health = f"{result['health_answers']} answers"
+    if result["health_answers"]:
+        health += f", median {result['health_median_ms']:.1f} ms, slowest {result['health_slowest_ms']:.1f} ms"
+    return (f"{result['tickets']} tickets, {result['concurrency']} at a time: {result['total_s']:.1f} s, "
+            f"status codes {statuses}\nGET /health during that time: {health}")
+
+
+def quota_advice() -> str:
+    """What to do when the simulated provider's quota is spent."""
+    admin_url = load_settings().provider_url.removesuffix("/v1") + "/admin/quota"
+    return ("some tickets got 503 ai_busy: the simulated provider's quota (100 chat requests per minute) is spent.\n"
+            "Wait a minute and run it again, or switch the quota off: restart the simulator with "
+            "`python -m simulator --quota 0`,\nor, while it runs: "
+            f"curl -X PUT {admin_url} -d '{{\"requests_per_minute\": 0}}'")
+
+
+def draw_timeline(result: dict, path: str, title: str | None = None) -> None:
+    """Draw the run to scale: one bar per ticket, a mark per /health probe (its wait), seconds across."""
+    plt = load_pyplot()
+    runs = result["ticket_runs"]
+    figure, axes = plt.subplots(figsize=(9, 1.2 + 0.35 * (len(runs) + 1)))
+    for row, ticket in enumerate(runs, start=1):
+        ok = ticket["status"] == 201
+        axes.barh(row, ticket["end_s"] - ticket["start_s"], left=ticket["start_s"], height=0.6,
+                  color="tab:blue" if ok else "tab:red")
+        provider = f", provider {ticket['ai_ms'] / 1000:.1f} s" if ticket["ai_ms"] is not None else ""
+        outcome = "201" if ok else f"{ticket['status'] or ''} {ticket['error']}".strip()
+        axes.text(ticket["end_s"], row, f" {outcome}{provider}", va="center", fontsize=8)
+    for probe in result["probes"]:
+        axes.plot([probe["start_s"], probe["start_s"] + probe["ms"] / 1000], [0, 0], color="tab:orange", lw=3,
+                  solid_capstyle="butt", marker="|", markersize=9)
+    axes.set_yticks(range(len(runs) + 1), ["GET /health"] + [f"ticket {t['ticket']}" for t in runs])
+    axes.invert_yaxis()
+    axes.set_xlim(0, max(result["total_s"], *(p["start_s"] + p["ms"] / 1000 for p in result["probes"])) * 1.12)
+    axes.set_xlabel("seconds since the first ticket was sent")
+    axes.set_title(title or f"{result['tickets']} tickets, {result['concurrency']} at a time, "
+                   f"and GET /health every {result['interval_s']:g} s")
+    figure.tight_layout()
+    figure.savefig(path)
+    plt.close(figure)
+
+
+def load_pyplot():
+    """matplotlib's pyplot without a display, or CommandError saying how to install it."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise CommandError('drawing needs matplotlib: pip install -e ".[plots]"') from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the command line, measure, print; exit code 1 if a ticket was not created."""
+    parser = argparse.ArgumentParser(prog="python -m scripts.stall", description=__doc__.splitlines()[0],
+                                     epilog="Exit codes: 0 every ticket answered 201, 1 some did not, "
+                                            "2 the API cannot be reached or bad arguments.")
+    parser.add_argument("--url", default=DEFAULT_URL, help=f"the API's address (default {DEFAULT_URL})")
+    parser.add_argument("--tickets", type=positive_int, default=8, help="tickets in all (default 8)")
+    parser.add_argument("--concurrency", type=positive_int, default=4, help="tickets in flight at once (default 4)")
+    parser.add_argument("--interval", type=positive_float, default=0.1,
+                        help="seconds between an answer of /health and the next probe (default 0.1)")
+    parser.add_argument("--seed", type=int, help="seed for the customers and texts (default: random)")
+    parser.add_argument("--json", action="store_true", help="print every figure as one JSON object")
+    parser.add_argument("--timeline", metavar="FILE", help="draw the run to FILE (.svg or .png; needs matplotlib)")
+    args = parser.parse_args(argv)
+    if args.timeline and not args.timeline.endswith((".svg", ".png")):
+        parser.error("--timeline: the file name must end with .svg or .png")
+    if args.timeline:
+        load_pyplot()  # before the run, not after 20 seconds of it
+
+    progress(f"sending {args.tickets} tickets to {args.url}, {args.concurrency} at a time ...")
+    result = asyncio.run(measure_stall(args.url, args.tickets, args.concurrency, args.interval, args.seed))
+    print(json.dumps(result) if args.json else report(result))
+    if args.timeline:
+        draw_timeline(result, args.timeline)
+        progress(f"timeline: {args.timeline}")
+    if "ai_busy" in result["errors"]:
+        print(quota_advice(), file=sys.stderr)
+    return 0 if all(ticket["status"] == 201 for ticket in result["ticket_runs"]) else 1
+
+
+if __name__ == "__main__":
+    run(main)

@@ -1,0 +1,81 @@
+"""Fixtures of the student suite: a fresh PostgreSQL database per run, settings, the app, a customer."""
+
+import os
+from typing import Iterator
+
+import psycopg
+import pytest
+from fastapi.testclient import TestClient
+from psycopg.conninfo import make_conninfo
+
+from scripts import dataset
+from scripts.db import CUSTOMER_COLUMNS
+from tests.fakes import FakeProvider
+from ticket_api.config import Settings, load_settings
+from ticket_api.database import apply_schema, connect, resolve_dsn
+from ticket_api.main import create_app
+
+TEST_CUSTOMERS = dataset.Size(customers=20, tickets=0)
+
+
+@pytest.fixture(scope="session")
+def database_url() -> Iterator[str]:
+    """A new database for this run on the lab's server (embedded, or the one in DATABASE_URL); dropped after."""
+    server = resolve_dsn(load_settings())
+    name = f"lab_test_{os.getpid()}"
+    with connect(server, autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {name}")
+        admin.execute(f"CREATE DATABASE {name}")
+    url = make_conninfo(server, dbname=name)
+    try:
+        with connect(url) as conn:
+            apply_schema(conn)
+            with conn.cursor().copy(f"COPY customers ({', '.join(CUSTOMER_COLUMNS)}) FROM STDIN") as copy:
+                for row in dataset.customers(TEST_CUSTOMERS):
+                    copy.write_row(row)
+        yield url
+    finally:
+        with connect(server, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture
+def db_conn(database_url: str) -> Iterator[psycopg.Connection]:
+    """A direct connection to the test database, to look at what the API saved."""
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        yield conn
+
+
+@pytest.fixture
+def make_settings(database_url: str):
+    """Settings for a test: the test database, no .env file, quiet logs; pass overrides as keywords."""
+
+    def make(**overrides: object) -> Settings:
+        values = {"database_url": database_url, "db_pool_min_size": 1, "log_level": "WARNING", **overrides}
+        return load_settings(_env_file=None, **values)
+
+    return make
+
+
+@pytest.fixture
+def fake_provider() -> FakeProvider:
+    """A provider whose calls take 10 ms."""
+    return FakeProvider(delay_s=0.01)
+
+
+@pytest.fixture
+def client(make_settings, fake_provider: FakeProvider) -> Iterator[TestClient]:
+    """The API in this process (lifespan included) with the fake provider."""
+    with TestClient(create_app(make_settings(), fake_provider)) as test_client:
+        yield test_client
+
+
+@pytest.fixture
+def customer_id(db_conn: psycopg.Connection) -> int:
+    """A new customer of this test only, so counts and pages start empty."""
+    row = db_conn.execute(
+        """INSERT INTO customers (id, name, email, plan)
+           SELECT coalesce(max(id), 0) + 1, 'Test Customer', 'test' || (coalesce(max(id), 0) + 1) || '@example.com', 'pro'
+           FROM customers RETURNING id"""
+    ).fetchone()
+    return row[0]

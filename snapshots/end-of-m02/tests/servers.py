@@ -1,0 +1,30 @@
+"""A real uvicorn server in a thread, for tests that need real HTTP and real concurrency."""
+
+import socket
+import threading
+import time
+from contextlib import contextmanager
+from typing import Iterator
+
+import uvicorn
+
+
+@contextmanager
+def serve(app) -> Iterator[str]:
+    """Run the app on a real uvicorn server in a thread, on a free 127.0.0.1 port; yields its URL."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not server.started:
+            if not thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the test server did not start")
+            time.sleep(0.01)
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+        sock.close()

@@ -1,0 +1,56 @@
+"""The event-loop watchdog: it names the line of async code that blocks the loop."""
+
+import asyncio
+import logging
+import time
+
+from ticket_api.watchdog import LoopWatchdog
+
+
+async def waits_the_wrong_way() -> None:
+    time.sleep(0.4)  # the blocking call the watchdog must name
+
+
+async def waits_the_right_way() -> None:
+    await asyncio.sleep(0.4)
+
+
+def run_with_watchdog(work, threshold_ms: int = 100) -> tuple[LoopWatchdog, list[float]]:
+    lags: list[float] = []
+
+    async def main() -> LoopWatchdog:
+        watchdog = LoopWatchdog(threshold_ms, on_lag=lags.append)
+        watchdog.start()
+        await asyncio.sleep(0.05)
+        await work()
+        await asyncio.sleep(0.05)
+        await watchdog.stop()
+        return watchdog
+
+    return asyncio.run(main()), lags
+
+
+def test_a_blocking_call_is_logged_with_its_file_line_and_source(caplog):
+    with caplog.at_level(logging.WARNING, logger="ticket_api.watchdog"):
+        watchdog, _ = run_with_watchdog(waits_the_wrong_way)
+    assert watchdog.stalls == 1
+    (message,) = [r.getMessage() for r in caplog.records if r.name == "ticket_api.watchdog"]
+    assert "tests/test_watchdog.py:11 in waits_the_wrong_way(): time.sleep(0.4)" in message
+
+
+def test_awaiting_is_not_reported(caplog):
+    with caplog.at_level(logging.WARNING, logger="ticket_api.watchdog"):
+        watchdog, _ = run_with_watchdog(waits_the_right_way)
+    assert watchdog.stalls == 0
+    assert not [r for r in caplog.records if r.name == "ticket_api.watchdog"]
+
+
+def test_the_loop_lag_is_measured_even_without_reports():
+    watchdog, lags = run_with_watchdog(waits_the_wrong_way, threshold_ms=0)
+    assert watchdog.stalls == 0
+    assert max(lags) > 0.3
+
+
+def test_a_free_loop_has_little_lag():
+    _, lags = run_with_watchdog(waits_the_right_way, threshold_ms=0)
+    assert lags and max(lags) < 0.2

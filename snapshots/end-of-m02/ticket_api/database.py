@@ -1,0 +1,157 @@
+"""Connections to PostgreSQL: from a psycopg pool, or a fresh one for every use (DB_POOL=false)."""
+
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from ticket_api.config import Settings
+from ticket_api.errors import DatabaseBusy, DatabaseUnavailable, StartupError
+from ticket_api.timing import count_query
+
+SCHEMA = Path(__file__).with_name("schema.sql")
+CONNECT_TIMEOUT_S = 5
+
+
+class CountingCursor(psycopg.Cursor):
+    """A cursor that counts every query it runs for the request log's `queries=N`."""
+
+    def execute(self, query, params=None, **kwargs):  # type: ignore[override]
+        count_query()
+        return super().execute(query, params, **kwargs)
+
+
+def resolve_dsn(settings: Settings) -> str:
+    """DATABASE_URL if set; otherwise the embedded server, started if needed."""
+    if settings.database_url:
+        return settings.database_url
+    from ticket_api.embedded import embedded_dsn  # only the embedded way needs the package
+
+    return embedded_dsn()
+
+
+def shown_dsn(dsn: str) -> str:
+    """The DSN without its password, for messages."""
+    try:
+        parts = conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:
+        return "(unparsable DATABASE_URL)"
+    parts.pop("password", None)
+    return " ".join(f"{key}={value}" for key, value in parts.items())
+
+
+def connect(dsn: str, **kwargs: object) -> psycopg.Connection:
+    """One connection; an unreachable server raises StartupError with the reason in one line."""
+    try:
+        return psycopg.connect(dsn, connect_timeout=CONNECT_TIMEOUT_S, **kwargs)
+    except (psycopg.OperationalError, psycopg.ProgrammingError) as exc:
+        raise StartupError(f"cannot connect to PostgreSQL ({shown_dsn(dsn)}): {_one_line(exc)}") from None
+
+
+def apply_schema(conn: psycopg.Connection) -> None:
+    """Create the tables if they are missing (the SQL is idempotent)."""
+    conn.execute(SCHEMA.read_text())
+
+
+class Database:
+    """The process's way to PostgreSQL; `with db.connection() as conn:` is one transaction."""
+
+    def __init__(self, dsn: str, settings: Settings):
+        self.dsn = dsn
+        self.timeout_s = settings.db_pool_timeout_s
+        self.max_size = settings.db_pool_max_size
+        self.pool = None
+        if settings.db_pool:
+            self.pool = ConnectionPool(
+                dsn,
+                min_size=min(settings.db_pool_min_size, settings.db_pool_max_size),
+                max_size=settings.db_pool_max_size,
+                timeout=settings.db_pool_timeout_s,
+                kwargs={"cursor_factory": CountingCursor, "connect_timeout": CONNECT_TIMEOUT_S},
+                check=ConnectionPool.check_connection,
+                name="ticket_api",
+                open=False,
+            )
+        # Counted here, not read from the pool: the pool counts connections it is still re-opening as
+        # in use, and requests that gave up waiting as waiting, until a connection comes back.
+        self._lock = threading.Lock()
+        self._usage = {"in_use": 0, "waiting": 0}
+
+    def open(self) -> None:
+        """Check the server and the schema, then fill the pool; failures raise StartupError."""
+        with connect(self.dsn) as conn:
+            found = conn.execute("SELECT to_regclass('tickets') IS NOT NULL").fetchone()
+        if not found or not found[0]:
+            raise StartupError(f"the database ({shown_dsn(self.dsn)}) has no lab tables: run `python -m scripts.db init`")
+        if self.pool is not None:
+            try:
+                self.pool.open(wait=True, timeout=self.timeout_s + CONNECT_TIMEOUT_S)
+            except PoolTimeout:
+                raise StartupError(f"the connection pool to PostgreSQL did not fill ({shown_dsn(self.dsn)})") from None
+
+    def close(self) -> None:
+        """Close the pool's connections."""
+        if self.pool is not None:
+            self.pool.close()
+
+    @contextmanager
+    def connection(self) -> Iterator[psycopg.Connection]:
+        """A connection in a transaction: committed when the block ends, rolled back if it raises."""
+        try:
+            if self.pool is None:
+                with psycopg.connect(self.dsn, cursor_factory=CountingCursor, connect_timeout=CONNECT_TIMEOUT_S) as conn:
+                    yield conn
+            else:
+                with self._counted("waiting"):
+                    conn = self.pool.getconn()
+                try:
+                    with self._counted("in_use"), conn:
+                        yield conn
+                finally:
+                    self.pool.putconn(conn)
+        except PoolTimeout:
+            self._raise_unavailable_if_down()
+            raise DatabaseBusy(
+                f"no free database connection within {self.timeout_s:g} s (DB_POOL_MAX_SIZE={self.max_size})"
+            ) from None
+        except psycopg.OperationalError as exc:
+            raise DatabaseUnavailable(f"the database is unavailable: {_one_line(exc)}") from None
+
+    def _raise_unavailable_if_down(self) -> None:
+        # The pool also times out when it cannot connect at all: tell "busy" from "down" by trying once.
+        try:
+            psycopg.connect(self.dsn, connect_timeout=CONNECT_TIMEOUT_S).close()
+        except psycopg.OperationalError as exc:
+            raise DatabaseUnavailable(f"the database is unavailable: {_one_line(exc)}") from None
+
+    def stats(self) -> dict[str, int]:
+        """Pool figures for /metrics: size, in use, waiting, total ms waited (zeros without a pool)."""
+        if self.pool is None:
+            return {"size": 0, "in_use": 0, "waiting": 0, "max": 0, "wait_ms": 0}
+        stats = self.pool.get_stats()
+        return {
+            "size": stats.get("pool_size", 0),
+            "in_use": self._usage["in_use"],
+            "waiting": self._usage["waiting"],
+            "max": self.max_size,
+            "wait_ms": stats.get("requests_wait_ms", 0),
+        }
+
+    @contextmanager
+    def _counted(self, figure: str) -> Iterator[None]:
+        with self._lock:
+            self._usage[figure] += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._usage[figure] -= 1
+
+
+def _one_line(exc: Exception) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return "; ".join(lines).removeprefix("connection failed: ") or type(exc).__name__

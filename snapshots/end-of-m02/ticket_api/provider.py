@@ -1,0 +1,144 @@
+"""The AI provider over HTTP: `call` waits (a synchronous client), `acall` is awaited (an async client)."""
+
+import asyncio
+import threading
+import time
+from contextlib import contextmanager
+from typing import Iterator
+
+import aiohttp
+import httpx
+import httpx2
+import orjson
+from httpx_aiohttp import AiohttpTransport
+
+from ticket_api.config import Settings
+from ticket_api.errors import ProviderBusy, ProviderTimeout, ProviderUnavailable
+
+JSON_HEADERS = {"Content-Type": "application/json"}
+# Each failure, as raised by httpx and by httpx2 (PROVIDER_ASYNC_CLIENT=httpx2).
+POOL_TIMEOUTS = (httpx.PoolTimeout, httpx2.PoolTimeout)
+TIMEOUTS = (httpx.TimeoutException, httpx2.TimeoutException)
+TRANSPORT_ERRORS = (httpx.TransportError, httpx2.TransportError)
+
+
+class Provider:
+    """One client of each kind per process, made in the lifespan; `in_flight` counts calls under way."""
+
+    def __init__(self, settings: Settings, transport=None):
+        options = {
+            "transport": transport,  # tests may pass an httpx.MockTransport
+            "base_url": settings.provider_url,
+            "headers": {"Authorization": f"Bearer {settings.provider_api_key.get_secret_value()}"},
+            # The pool must never be the hidden limit: it is as large as PROVIDER_MAX_CONNECTIONS,
+            # and a call that waits too long for a free connection fails instead of hanging.
+            "limits": httpx.Limits(
+                max_connections=settings.provider_max_connections,
+                max_keepalive_connections=settings.provider_max_connections,
+            ),
+            "timeout": httpx.Timeout(settings.provider_timeout_s, connect=min(5.0, settings.provider_timeout_s)),
+        }
+        self._client = httpx.Client(**options)
+        self._aclient = make_async_client(settings.provider_async_client, options)
+        cap = settings.provider_max_concurrency
+        self._sync_slots = threading.BoundedSemaphore(cap) if cap else None
+        self._slots = asyncio.Semaphore(cap) if cap else None
+        self._lock = threading.Lock()
+        self.in_flight = 0
+
+    def call(self, path: str, body: dict) -> tuple[dict, float]:
+        """POST `body` to the provider and wait: (answer, elapsed ms), including any wait for a free slot."""
+        started = time.perf_counter()
+        if self._sync_slots is None:
+            response = self._post(path, body)
+        else:
+            with self._sync_slots:
+                response = self._post(path, body)
+        return _check(response), (time.perf_counter() - started) * 1000
+
+    async def acall(self, path: str, body: dict) -> tuple[dict, float]:
+        """The same as call(), awaited. The time includes any wait for a free slot."""
+        started = time.perf_counter()
+        if self._slots is None:
+            response = await self._apost(path, body)
+        else:
+            async with self._slots:
+                response = await self._apost(path, body)
+        return _check(response), (time.perf_counter() - started) * 1000
+
+    def _post(self, path: str, body: dict) -> httpx.Response:
+        with self._counted(), _transport_errors():
+            return self._client.post(path, content=orjson.dumps(body), headers=JSON_HEADERS)
+
+    async def _apost(self, path: str, body: dict) -> httpx.Response:
+        with self._counted(), _transport_errors():
+            return await self._aclient.post(path, content=orjson.dumps(body), headers=JSON_HEADERS)
+
+    @contextmanager
+    def _counted(self) -> Iterator[None]:
+        with self._lock:
+            self.in_flight += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    async def aclose(self) -> None:
+        """Close both clients and their connections."""
+        self._client.close()
+        await self._aclient.aclose()
+
+
+def make_async_client(kind: str, options: dict) -> httpx.AsyncClient:
+    """The async client that PROVIDER_ASYNC_CLIENT names; all three have httpx's API.
+
+    Chosen by measurement (README, "Performance"): httpx's own connection pool, and httpx2's,
+    spend CPU per request that grows with the connections in use, so at a few hundred calls
+    in flight the pool, not the provider, becomes the limit. aiohttp's pool does not.
+    """
+    if kind == "httpx2":
+        limits, timeout = options["limits"], options["timeout"]
+        return httpx2.AsyncClient(**{
+            **options,
+            "limits": httpx2.Limits(max_connections=limits.max_connections,
+                                    max_keepalive_connections=limits.max_keepalive_connections),
+            "timeout": httpx2.Timeout(timeout.read, connect=timeout.connect),
+        })
+    if kind == "aiohttp" and options["transport"] is None:
+        return httpx.AsyncClient(**{**options, "transport": AiohttpTransport(limits=options["limits"])})
+    return httpx.AsyncClient(**options)
+
+
+@contextmanager
+def _transport_errors() -> Iterator[None]:
+    try:
+        yield
+    except POOL_TIMEOUTS:
+        raise ProviderBusy("no free connection to the AI provider (PROVIDER_MAX_CONNECTIONS)", retry_after=1) from None
+    except TIMEOUTS as exc:
+        # httpx-aiohttp reports a refused connection as a ConnectTimeout; its cause tells them apart.
+        if isinstance(exc.__cause__, aiohttp.ClientConnectorError):
+            raise ProviderUnavailable("cannot reach the AI provider: connection refused") from None
+        raise ProviderTimeout("the AI provider did not answer within PROVIDER_TIMEOUT_S") from None
+    except TRANSPORT_ERRORS as exc:
+        raise ProviderUnavailable(f"cannot reach the AI provider: {type(exc).__name__}") from None
+
+
+def _check(response: httpx.Response) -> dict:
+    if response.status_code == 429:
+        retry_after = _seconds(response.headers.get("Retry-After"))
+        raise ProviderBusy("the AI provider's quota is spent; retry later", retry_after=retry_after)
+    if response.status_code >= 400:
+        raise ProviderUnavailable(f"the AI provider answered {response.status_code}")
+    try:
+        return orjson.loads(response.content)
+    except orjson.JSONDecodeError:
+        raise ProviderUnavailable("the AI provider's answer is not JSON") from None
+
+
+def _seconds(value: str | None) -> float:
+    try:
+        return max(1.0, float(value)) if value else 1.0
+    except ValueError:
+        return 1.0

@@ -1,0 +1,100 @@
+"""The event-loop watchdog: names the line that blocks the loop, while it is still blocking.
+
+A heartbeat task on the loop notes the time every few milliseconds; a thread checks the note.
+When the note is older than the threshold, the loop is stuck, and the loop thread's stack at
+that moment holds the blocking call: the watchdog logs the line of our async code that made it.
+"""
+
+import asyncio
+import inspect
+import linecache
+import logging
+import sys
+import threading
+import time
+from pathlib import Path
+
+log = logging.getLogger("ticket_api.watchdog")
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+HEARTBEAT_S = 0.02
+
+
+class LoopWatchdog:
+    """Start with `start()` on the running loop, stop with `stop()`; `lag_ms` feeds /metrics."""
+
+    def __init__(self, threshold_ms: int, on_lag=None):
+        self.threshold_s = threshold_ms / 1000
+        self.on_lag = on_lag or (lambda lag_s: None)
+        self.stalls = 0
+        self._beat = time.monotonic()
+        self._stop = threading.Event()
+        self._task: asyncio.Task | None = None
+        self._thread: threading.Thread | None = None
+        self._loop_thread_id = 0
+
+    def start(self) -> None:
+        """Start the heartbeat on the running loop and the watching thread (a threshold of 0 = only lag)."""
+        self._loop_thread_id = threading.get_ident()
+        self._beat = time.monotonic()
+        self._task = asyncio.get_running_loop().create_task(self._heartbeat())
+        if self.threshold_s > 0:
+            self._thread = threading.Thread(target=self._watch, name="loop-watchdog", daemon=True)
+            self._thread.start()
+
+    async def stop(self) -> None:
+        """Stop the heartbeat and the thread."""
+        self._stop.set()
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+        if self._thread is not None:
+            self._thread.join(timeout=1)
+
+    async def _heartbeat(self) -> None:
+        while True:
+            before = time.monotonic()
+            self._beat = before
+            await asyncio.sleep(HEARTBEAT_S)
+            self.on_lag(max(0.0, time.monotonic() - before - HEARTBEAT_S))
+
+    def _watch(self) -> None:
+        reported = None
+        while not self._stop.wait(HEARTBEAT_S):
+            beat = self._beat
+            stalled = time.monotonic() - beat
+            if stalled > self.threshold_s and reported != beat:
+                reported = beat
+                self.stalls += 1
+                log.warning("event loop blocked for %.0f ms so far, at %s", stalled * 1000, self._blocking_line())
+
+    def _blocking_line(self) -> str:
+        frame = sys._current_frames().get(self._loop_thread_id)
+        frames = []
+        while frame is not None:
+            frames.append(frame)
+            frame = frame.f_back
+        ours = [f for f in frames if _in_project(f.f_code.co_filename)]  # innermost first
+        # The culprit is the innermost coroutine of ours: the async code that called something that waits.
+        culprit = next((f for f in ours if f.f_code.co_flags & inspect.CO_COROUTINE), None)
+        if culprit is None:
+            culprit = (ours or frames or [None])[0]
+        return _describe(culprit) if culprit is not None else "(unknown)"
+
+
+def _describe(frame) -> str:
+    filename, lineno = frame.f_code.co_filename, frame.f_lineno
+    line = linecache.getline(filename, lineno).strip()
+    return f"{_relative(filename)}:{lineno} in {frame.f_code.co_name}(): {line}"
+
+
+def _in_project(filename: str) -> bool:
+    path = Path(filename)
+    return path.is_relative_to(PROJECT_ROOT) and ".venv" not in path.parts and "site-packages" not in path.parts
+
+
+def _relative(filename: str) -> str:
+    path = Path(filename)
+    return str(path.relative_to(PROJECT_ROOT)) if path.is_relative_to(PROJECT_ROOT) else filename

@@ -1,0 +1,23 @@
+"""The lesson snapshots keep the course's promises: `python -m scripts.snapshots check` in the suite."""
+
+import subprocess
+import sys
+
+from scripts.snapshots import ROOT, shape_problems
+
+
+def test_shapes_compare_lists_bounds_and_scaled_bounds():
+    figures = {"statuses": [201], "health_median_ms": 400.0, "total_s": 3.0}
+    assert shape_problems(figures, {"statuses": [201], "total_s": "< 7.5 scaled"}, speed=0.5) == []
+    assert shape_problems(figures, {"health_median_ms": "> 1000 scaled"}, speed=0.5) == [
+        "health_median_ms is 400.0, expected > 500"
+    ]
+    assert shape_problems(figures, {"statuses": [201, 503]}, speed=1) == ["statuses is [201], expected [201, 503]"]
+    assert shape_problems({}, {"total_s": "< 1"}, speed=1) == ["total_s is None, expected < 1"]
+
+
+def test_every_snapshot_and_lesson_keeps_its_promises():
+    result = subprocess.run([sys.executable, "-m", "scripts.snapshots", "check"], cwd=ROOT, capture_output=True,
+                            text=True, timeout=1500)
+    assert result.returncode == 0, result.stdout + result.stderr[-2000:]
+    assert result.stdout.strip().endswith("snapshots: all promises hold")
