@@ -61,8 +61,8 @@ def load_lessons() -> tuple[dict, list[Lesson]]:
     return data["snapshots"], lessons
 
 
-def student_files(tree: Path) -> set[str]:
-    """Paths (relative, '/'-separated) of a project's student files, caches and root-only parts left out."""
+def student_files(tree: Path, with_root_only: bool = False) -> set[str]:
+    """Paths (relative, '/'-separated) of a project's student files, caches (and root-only parts) left out."""
     found = set()
     for part in STUDENT_PARTS + [OWN_README]:
         path = tree / part
@@ -71,7 +71,7 @@ def student_files(tree: Path) -> set[str]:
             relative = file.relative_to(tree).as_posix()
             if "__pycache__" in relative or relative.endswith(".pyc"):
                 continue
-            if any(relative == r or relative.startswith(r + "/") for r in ROOT_ONLY):
+            if not with_root_only and any(relative == r or relative.startswith(r + "/") for r in ROOT_ONLY):
                 continue
             found.add(relative)
     return found
@@ -98,7 +98,7 @@ def _mirror(source: Path, target: Path, keep: set[str]) -> list[str]:
     """Make `target` hold `source`'s student files, except the paths in `keep`, which it keeps as they are."""
     changed = []
     wanted = {f for f in student_files(source) if f not in keep}
-    for relative in sorted(student_files(target) - wanted - keep):
+    for relative in sorted(student_files(target, with_root_only=True) - wanted - keep):
         (target / relative).unlink()
         changed.append(f"deleted {target.name}/{relative}")
     for relative in sorted(wanted):
@@ -129,7 +129,7 @@ def check_files() -> list[str]:
 
 
 def _differences(a: Path, b: Path, allowed: set[str], label: str) -> list[str]:
-    files = (student_files(a) | student_files(b)) - allowed
+    files = (student_files(a) | student_files(b, with_root_only=True)) - allowed
     return [f"{label}: {f} differs" for f in sorted(files) if not _same(a, b, f)]
 
 
