@@ -115,6 +115,9 @@ def check_files() -> list[str]:
     snapshots, lessons = load_lessons()
     latest = list(snapshots)[-1]
     problems = _differences(ROOT, SNAPSHOTS / latest, allowed={OWN_README}, label=f"root vs {latest}")
+    for name in snapshots:
+        stray = student_files(SNAPSHOTS / name, with_root_only=True) - student_files(SNAPSHOTS / name)
+        problems += [f"{name} holds {relative}, which is the lab's own, not a student's" for relative in sorted(stray)]
     for lesson in lessons:
         if lesson.before in snapshots:
             source, before = SNAPSHOTS / lesson.source, SNAPSHOTS / lesson.before
@@ -129,7 +132,7 @@ def check_files() -> list[str]:
 
 
 def _differences(a: Path, b: Path, allowed: set[str], label: str) -> list[str]:
-    files = (student_files(a) | student_files(b, with_root_only=True)) - allowed
+    files = (student_files(a) | student_files(b)) - allowed
     return [f"{label}: {f} differs" for f in sorted(files) if not _same(a, b, f)]
 
 
