@@ -27,7 +27,7 @@ import orjson
 import psutil
 import uvloop
 
-from scripts.cli import CommandError, progress, run
+from scripts.cli import CommandError, parse_levels, progress, run
 from scripts.lab_stack import Clock, format_table, output_folder, running_lab
 from scripts.measure import percentile
 from scripts.stall import random_ticket
@@ -214,7 +214,7 @@ def main() -> int:
     """Start the stack, run every level, print the table, write JSON."""
     parser = argparse.ArgumentParser(prog="python -m scripts.bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--users", default="8,128,256", help="async levels (default %(default)s)")
+    parser.add_argument("--users", type=parse_levels, default=[8, 128, 256], help="async levels (default 8,128,256)")
     parser.add_argument("--thread-users", type=int, default=128, help="the thread-mode level (0: skip)")
     parser.add_argument("--duration", type=float, default=30, help="seconds measured per level (default %(default)s)")
     parser.add_argument("--calibration", type=float, default=60, help="seconds of the 2-user run (default %(default)s)")
@@ -225,7 +225,7 @@ def main() -> int:
     parser.add_argument("--out", help="folder for bench.json (default .lab/bench-DATE-TIME)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
-    users = [int(part) for part in args.users.split(",") if part.strip()]
+    users = args.users
     folder = output_folder(args.out, "bench")
     clock = Clock()
     levels: list[Level] = []

@@ -18,11 +18,11 @@ import time
 import psutil
 
 from scripts import charts, stack
-from scripts.cli import CommandError, progress, run
+from scripts.cli import CommandError, parse_levels, positive_float, positive_int, progress, run
 from scripts.lab_stack import (
     Clock, format_table, output_folder, parse_modes, running_lab, signals_ignored, stop_process,
 )
-from scripts.measure import parse_levels, positive_float, positive_int
+
 
 LOCUSTFILE = "locustfiles/tickets.py"
 TICKETS = ("/v1/tickets", "POST")

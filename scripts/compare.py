@@ -12,9 +12,9 @@ import json
 import statistics
 
 from scripts import charts
-from scripts.cli import CommandError, progress, run
+from scripts.cli import CommandError, positive_float, positive_int, progress, run
 from scripts.lab_stack import Clock, format_table, output_folder, parse_modes, running_lab
-from scripts.measure import positive_float, positive_int
+
 from scripts.stall import draw_timeline, load_pyplot, measure_stall
 
 # The course team's figures: scripts.stall, median of 5 passes, simulated provider at speed 1, quota off.

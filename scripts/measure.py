@@ -4,7 +4,6 @@ Plain functions over httpx.AsyncClient, shared by scripts.probe, scripts.sweep a
 scripts.thread_cliff (and free for any other script). Every time is in milliseconds.
 """
 
-import argparse
 import asyncio
 import math
 import re
@@ -221,40 +220,6 @@ def describe_failure(failure: httpx.Response | Exception) -> str:
         body = None
     code = body.get("error", "") if isinstance(body, dict) else ""
     return f"{failure.status_code} {code}".strip()
-
-
-def positive_int(text: str) -> int:
-    """An argparse type: an integer >= 1."""
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer >= 1")
-    return value
-
-
-def positive_float(text: str) -> float:
-    """An argparse type: a number > 0."""
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number > 0")
-    return value
-
-
-def route_path(text: str) -> str:
-    """An argparse type: a path of the API, such as /lab/sleep/def or /lab/rows/raw?rows=500."""
-    if not text.startswith("/"):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a path: start it with /, e.g. /lab/sleep/def")
-    return text
-
-
-def parse_levels(text: str) -> list[int]:
-    """`1,8,24,64` as a list of positive integers (an argparse type)."""
-    try:
-        levels = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers") from None
-    if not levels or min(levels) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: give one or more integers >= 1")
-    return levels
 
 
 def fmt_ms(value: float | None) -> str:

@@ -25,10 +25,10 @@ import httpx
 from psycopg.conninfo import make_conninfo
 
 from scripts import dataset, stack
-from scripts.cli import CommandError, progress, run
+from scripts.cli import CommandError, positive_float, positive_int, progress, run
 from scripts.db import CUSTOMER_COLUMNS
 from scripts.lab_stack import STOP_TIMEOUT_S, Clock, output_folder, parse_modes, sigterm_as_interrupt, started
-from scripts.measure import positive_float, positive_int
+
 from scripts.stall import error_code, random_ticket
 from ticket_api.config import load_settings
 from ticket_api.database import apply_schema, connect, resolve_dsn, shown_dsn

@@ -15,8 +15,8 @@ import time
 import httpx
 
 from scripts import dataset
-from scripts.cli import CommandError, progress, run
-from scripts.measure import check_api, positive_float, positive_int
+from scripts.cli import CommandError, positive_float, positive_int, progress, run
+from scripts.measure import check_api
 from ticket_api.config import load_settings
 
 DEFAULT_URL = "http://127.0.0.1:8000"

@@ -14,10 +14,9 @@ import time
 import httpx
 
 from scripts import db, stack
-from scripts.cli import CommandError, progress, run
+from scripts.cli import CommandError, parse_levels, positive_int, progress, run
 from scripts.measure import (
-    closed_loop, describe_failure, fmt_ms, open_client, open_clients, parse_levels, percentile, positive_int,
-    probe_health, warm_up,
+    closed_loop, describe_failure, fmt_ms, open_client, open_clients, percentile, probe_health, warm_up,
 )
 from ticket_api.config import Settings, load_settings
 from ticket_api.database import connect, resolve_dsn

@@ -9,11 +9,8 @@ import argparse
 import asyncio
 import json
 
-from scripts.cli import progress, run
-from scripts.measure import (
-    check_api, closed_loop, fmt_ms, open_client, open_clients, parse_levels, percentile, positive_float, route_path,
-    warm_up,
-)
+from scripts.cli import parse_levels, positive_float, progress, route_path, run
+from scripts.measure import check_api, closed_loop, fmt_ms, open_client, open_clients, percentile, warm_up
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 EXIT_CODES = "Exit codes: 0 every request answered 2xx, 1 some failed, 2 the API cannot be reached or bad arguments."

@@ -9,11 +9,8 @@ import asyncio
 import json
 from collections import Counter
 
-from scripts.cli import progress, run
-from scripts.measure import (
-    check_api, closed_loop, fmt_ms, open_client, open_clients, positive_float, positive_int, probe_health, route_path,
-    summarize, warm_up,
-)
+from scripts.cli import positive_float, positive_int, progress, route_path, run
+from scripts.measure import check_api, closed_loop, fmt_ms, open_client, open_clients, probe_health, summarize, warm_up
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 EXIT_CODES = "Exit codes: 0 every request answered 2xx, 1 some failed, 2 the API cannot be reached or bad arguments."

@@ -6,10 +6,10 @@ import asyncio
 import httpx
 import pytest
 
-from scripts.cli import CommandError
+from scripts.cli import CommandError, parse_levels
 from scripts.measure import (
-    check_api, closed_loop, describe_failure, generator_saturated, parse_levels, percentile, probe_health,
-    server_total_ms, summarize, warm_up,
+    check_api, closed_loop, describe_failure, generator_saturated, percentile, probe_health, server_total_ms,
+    summarize, warm_up,
 )
 
 
