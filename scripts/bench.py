@@ -218,7 +218,7 @@ def main() -> int:
     parser.add_argument("--thread-users", type=int, default=128, help="the thread-mode level (0: skip)")
     parser.add_argument("--duration", type=float, default=30, help="seconds measured per level (default %(default)s)")
     parser.add_argument("--calibration", type=float, default=60, help="seconds of the 2-user run (default %(default)s)")
-    parser.add_argument("--async-client", choices=["aiohttp", "httpx", "httpx2"], default="aiohttp",
+    parser.add_argument("--async-client", choices=["aiohttp", "httpx"], default="aiohttp",
                         help="the API's PROVIDER_ASYNC_CLIENT (default %(default)s)")
     parser.add_argument("--profile", action="store_true",
                         help="sample the API with py-spy at the last async level; print its busiest functions")

@@ -20,7 +20,7 @@ import psutil
 from scripts import charts, stack
 from scripts.cli import CommandError, parse_levels, positive_float, positive_int, progress, run
 from scripts.lab_stack import (
-    Clock, format_table, output_folder, parse_modes, running_lab, signals_ignored, stop_process,
+    Clock, format_table, output_folder, parse_modes, running_lab,
 )
 
 
@@ -85,9 +85,8 @@ def run_locust(url: str, users: int, duration_s: int, workers: int, prefix: str)
     except subprocess.TimeoutExpired:
         raise CommandError(f"Locust did not stop in time; see {prefix}.log") from None
     finally:
-        with signals_ignored():
-            for process in processes:
-                stop_process(process)
+        for process in processes:
+            stack.stop_process(process, STOP_TIMEOUT_S)
     wall_s, cpu_after = time.monotonic() - started, resource.getrusage(resource.RUSAGE_CHILDREN)
     try:
         figures = read_locust_json(f"{prefix}.json")

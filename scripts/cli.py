@@ -1,6 +1,7 @@
 """What every lab command shares: one-line errors, the exit codes (0 ok, 1 check failed, 2 usage/environment), argparse types."""
 
 import argparse
+import signal
 import sys
 from typing import Callable, NoReturn
 
@@ -12,7 +13,11 @@ class CommandError(Exception):
 
 
 def run(main: Callable[[], int | None]) -> NoReturn:
-    """Run a command's main(); known problems and Ctrl+C end it with one line instead of a traceback."""
+    """Run a command's main(); known problems, Ctrl+C and SIGTERM end it with one line instead of a traceback.
+
+    SIGTERM acts like Ctrl+C, so every `finally` runs and stops the processes the command started.
+    """
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         code = main()
     except (CommandError, StartupError) as exc:
@@ -22,6 +27,10 @@ def run(main: Callable[[], int | None]) -> NoReturn:
         print("interrupted", file=sys.stderr)
         code = 130
     sys.exit(code or 0)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def progress(message: str) -> None:

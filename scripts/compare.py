@@ -133,7 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(render(rows, args.passes, args.speed))
     progress(f"[{clock}] wrote {len(written)} files to {folder}")
-    return 0 if all(row["statuses"] == [201] for row in rows) else 1
+    answered = [ticket["status"] for passes in runs.values() for result in passes for ticket in result["ticket_runs"]]
+    return 0 if all(status == 201 for status in answered) else 1
 
 
 if __name__ == "__main__":

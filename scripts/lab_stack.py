@@ -1,13 +1,10 @@
 """The whole lab for one experiment, from nothing: the database, then a simulator (quota off) and the API per mode.
 
 `scripts.compare` and `scripts.capacity` share it. Whatever it starts is stopped by pid when the
-`with` block ends: normally, on an error, on Ctrl+C and on SIGTERM.
+`with` block ends: normally, on an error, on Ctrl+C and on SIGTERM (scripts.cli.run makes it one).
 """
 
 import argparse
-import os
-import signal
-import subprocess
 import time
 from contextlib import contextmanager
 from datetime import datetime
@@ -67,12 +64,11 @@ class Lab:
 
 @contextmanager
 def running_lab(speed: float, log_dir: Path, clock: "Clock") -> Iterator[Lab]:
-    """Start the database (the small data set loaded if missing); SIGTERM stops everything like Ctrl+C."""
-    with sigterm_as_interrupt():
-        # The parent starts the embedded server and so owns its lifetime; the APIs get its URL.
-        dsn = resolve_dsn(load_settings())
-        progress(f"database {shown_dsn(dsn)}: {init(dsn, 'small')}")
-        yield Lab(dsn, speed, log_dir, clock)
+    """Start the database (the small data set loaded if missing)."""
+    # The parent starts the embedded server and so owns its lifetime; the APIs get its URL.
+    dsn = resolve_dsn(load_settings())
+    progress(f"database {shown_dsn(dsn)}: {init(dsn, 'small')}")
+    yield Lab(dsn, speed, log_dir, clock)
 
 
 @contextmanager
@@ -81,47 +77,7 @@ def started(service: stack.Service) -> Iterator[stack.Service]:
     try:
         yield service.start()
     finally:
-        with signals_ignored():  # a second Ctrl+C must not leave the process behind
-            service.stop(STOP_TIMEOUT_S)
-
-
-def stop_process(process: subprocess.Popen) -> None:
-    """SIGTERM to the process's group, SIGKILL if it has not stopped after 10 s."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        if process.poll() is not None:
-            return
-        try:
-            os.killpg(process.pid, sig)
-            process.wait(10)
-        except ProcessLookupError:
-            return
-        except subprocess.TimeoutExpired:
-            continue
-
-
-@contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """Inside the block, SIGTERM acts like Ctrl+C, so every `finally` stops what it started."""
-
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-@contextmanager
-def signals_ignored() -> Iterator[None]:
-    """Ignore Ctrl+C and SIGTERM for the length of the block."""
-    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        service.stop(STOP_TIMEOUT_S)
 
 
 def output_folder(out: str | None, name: str) -> Path:

@@ -49,8 +49,8 @@ def render_readme(snapshots: dict, lessons: list) -> str:
         if lesson.commands:
             lines += ["", "| Step | API started with | Command | Expect |", "| --- | --- | --- | --- |"]
             for command in lesson.commands:
-                env = " ".join(f"{k}={v}" for k, v in command.get("api_env", {}).items())
-                lines.append(f"| {command['name']} | `{env} fastapi dev` | `{command['run']}` | {command['shows']} |")
+                env = "".join(f"{k}={v} " for k, v in command.get("api_env", {}).items())
+                lines.append(f"| {command['name']} | `{env}fastapi dev` | `{command['run']}` | {command['shows']} |")
     return "\n".join(lines) + "\n"
 
 

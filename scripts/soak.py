@@ -27,7 +27,7 @@ from psycopg.conninfo import make_conninfo
 from scripts import dataset, stack
 from scripts.cli import CommandError, positive_float, positive_int, progress, run
 from scripts.db import CUSTOMER_COLUMNS
-from scripts.lab_stack import STOP_TIMEOUT_S, Clock, output_folder, parse_modes, sigterm_as_interrupt, started
+from scripts.lab_stack import STOP_TIMEOUT_S, Clock, output_folder, parse_modes, started
 
 from scripts.stall import error_code, random_ticket
 from ticket_api.config import load_settings
@@ -291,14 +291,13 @@ def main(argv: list[str] | None = None) -> int:
     faults = ["--error-rate", f"{args.error_rate:g}", "--hang-rate", f"{args.hang_rate:g}",
               "--hang-s", f"{args.hang_s:g}", "--seed", str(args.seed)]
     results = []
-    with sigterm_as_interrupt():
-        # This process starts the embedded server, so it outlives the APIs that use it.
-        server_dsn = resolve_dsn(load_settings())
-        progress(f"[{clock}] database server {shown_dsn(server_dsn)}")
-        simulator = stack.simulator(speed=args.speed, quota=args.quota, extra=faults, log_dir=folder / "logs")
-        with started(simulator):
-            for mode in args.modes:
-                results.append(soak_mode(mode, args, server_dsn, simulator, folder / "logs", clock))
+    # This process starts the embedded server, so it outlives the APIs that use it.
+    server_dsn = resolve_dsn(load_settings())
+    progress(f"[{clock}] database server {shown_dsn(server_dsn)}")
+    simulator = stack.simulator(speed=args.speed, quota=args.quota, extra=faults, log_dir=folder / "logs")
+    with started(simulator):
+        for mode in args.modes:
+            results.append(soak_mode(mode, args, server_dsn, simulator, folder / "logs", clock))
     if args.json:
         print(json.dumps({"runs": results, "violations": sum(len(r["violations"]) for r in results)}))
     else:

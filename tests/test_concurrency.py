@@ -18,21 +18,34 @@ from ticket_api.errors import StartupError
 from ticket_api.main import create_app
 from ticket_api.provider import Provider
 
-CALL_S = 0.2
-ONE_TICKET_S = 3 * CALL_S  # classify, draft, embed
+CALL_S = 0.2  # so one ticket waits 3 x 0.2 s: classify, draft, embed
 TICKETS = 4
 
 
 @dataclass
 class Run:
-    """What one burst of tickets measured."""
+    """What one burst of tickets measured, and one ticket alone on the same server before it."""
 
+    alone_s: float
     total_s: float
     statuses: list[int]
     health_ms: list[float]
 
 
-def four_tickets_at_once(url: str) -> Run:
+def create_ticket(url: str, n: int = 0) -> int:
+    """POST one ticket; its status code."""
+    body = {"customer_id": 1, "subject": f"Ticket {n}", "body": "Where is my parcel?"}
+    return httpx.post(f"{url}/v1/tickets", json=body, timeout=30).status_code
+
+
+def one_ticket_alone(url: str) -> float:
+    """Seconds for one ticket with nothing else going on: the yardstick of this machine, right now."""
+    started = time.perf_counter()
+    assert create_ticket(url) == 201
+    return time.perf_counter() - started
+
+
+def four_tickets_at_once(url: str, alone_s: float) -> Run:
     """Send 4 tickets at the same moment while GET /health is asked every 50 ms."""
     done = threading.Event()
     health_ms: list[float] = []
@@ -45,18 +58,14 @@ def four_tickets_at_once(url: str) -> Run:
                 health_ms.append((time.perf_counter() - started) * 1000)
                 done.wait(0.05)
 
-    def create_ticket(n: int) -> int:
-        body = {"customer_id": 1, "subject": f"Ticket {n}", "body": "Where is my parcel?"}
-        return httpx.post(f"{url}/v1/tickets", json=body, timeout=30).status_code
-
     with ThreadPoolExecutor(TICKETS + 1) as pool:
         prober = pool.submit(ask_health)
         started = time.perf_counter()
-        statuses = list(pool.map(create_ticket, range(TICKETS)))
+        statuses = list(pool.map(create_ticket, [url] * TICKETS, range(TICKETS)))
         total_s = time.perf_counter() - started
         done.set()
         prober.result()
-    return Run(total_s, statuses, health_ms)
+    return Run(alone_s, total_s, statuses, health_ms)
 
 
 @pytest.fixture(scope="module")
@@ -66,40 +75,41 @@ def runs(database_url) -> dict[str, Run]:
     for mode in ("thread", "blocking", "async"):
         settings = load_settings(_env_file=None, database_url=database_url, intake_mode=mode, log_level="WARNING")
         with serve(create_app(settings, FakeProvider(CALL_S))) as url:
-            measured[mode] = four_tickets_at_once(url)
+            measured[mode] = four_tickets_at_once(url, one_ticket_alone(url))
     return measured
 
 
 def test_four_tickets_take_about_one_tickets_time_in_thread_mode(runs):
     assert runs["thread"].statuses == [201] * TICKETS
-    assert runs["thread"].total_s < 1.8 * ONE_TICKET_S
+    assert runs["thread"].total_s < 2 * runs["thread"].alone_s  # ideally 1x: they wait together
 
 
 def test_four_tickets_take_about_one_tickets_time_in_async_mode(runs):
     assert runs["async"].statuses == [201] * TICKETS
-    assert runs["async"].total_s < 1.8 * ONE_TICKET_S
+    assert runs["async"].total_s < 2 * runs["async"].alone_s  # ideally 1x: they wait together
 
 
 def test_four_tickets_take_about_four_tickets_time_in_blocking_mode(runs):
     assert runs["blocking"].statuses == [201] * TICKETS
-    assert runs["blocking"].total_s > 3 * ONE_TICKET_S
-    assert runs["blocking"].total_s > 2.5 * runs["async"].total_s
+    assert runs["blocking"].total_s > 2.5 * runs["blocking"].alone_s  # ideally 4x: one after another
+    assert runs["blocking"].total_s > 2 * runs["async"].total_s
 
 
 def test_health_answers_in_milliseconds_in_thread_mode(runs):
     assert len(runs["thread"].health_ms) >= 5
-    assert statistics.median(runs["thread"].health_ms) < 0.1 * ONE_TICKET_S * 1000
+    assert statistics.median(runs["thread"].health_ms) < 0.1 * runs["thread"].alone_s * 1000
 
 
 def test_health_answers_in_milliseconds_in_async_mode(runs):
     assert len(runs["async"].health_ms) >= 5
-    assert statistics.median(runs["async"].health_ms) < 0.1 * ONE_TICKET_S * 1000
+    assert statistics.median(runs["async"].health_ms) < 0.1 * runs["async"].alone_s * 1000
 
 
 def test_a_blocking_call_stalls_the_whole_server(runs):
     blocking, free = runs["blocking"].health_ms, runs["async"].health_ms
-    assert statistics.median(blocking) > 0.5 * ONE_TICKET_S * 1000  # /health waited for tickets' AI work
-    assert statistics.median(blocking) > 50 * statistics.median(free)
+    # /health does no work, yet it waited for other tickets' AI work, like a whole ticket or more.
+    assert statistics.median(blocking) > 0.5 * runs["blocking"].alone_s * 1000
+    assert statistics.median(blocking) > 20 * statistics.median(free)
 
 
 def test_an_unknown_intake_mode_stops_the_start_up():

@@ -24,7 +24,7 @@ class Settings(BaseSettings):
     provider_api_key: SecretStr = SecretStr("sk-lab-local")
     provider_timeout_s: float = Field(30.0, gt=0)
     provider_max_connections: int = Field(1024, ge=1)
-    provider_async_client: Literal["aiohttp", "httpx", "httpx2"] = "aiohttp"
+    provider_async_client: Literal["aiohttp", "httpx"] = "aiohttp"
     provider_max_concurrency: int = Field(0, ge=0)
     thread_limit: int = Field(40, ge=1)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"

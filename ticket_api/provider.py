@@ -8,7 +8,6 @@ from typing import Iterator
 
 import aiohttp
 import httpx
-import httpx2
 import orjson
 from httpx_aiohttp import AiohttpTransport
 
@@ -16,10 +15,6 @@ from ticket_api.config import Settings
 from ticket_api.errors import ProviderBusy, ProviderTimeout, ProviderUnavailable
 
 JSON_HEADERS = {"Content-Type": "application/json"}
-# Each failure, as raised by httpx and by httpx2 (PROVIDER_ASYNC_CLIENT=httpx2).
-POOL_TIMEOUTS = (httpx.PoolTimeout, httpx2.PoolTimeout)
-TIMEOUTS = (httpx.TimeoutException, httpx2.TimeoutException)
-TRANSPORT_ERRORS = (httpx.TransportError, httpx2.TransportError)
 
 
 class Provider:
@@ -91,20 +86,12 @@ class Provider:
 
 
 def make_async_client(kind: str, options: dict) -> httpx.AsyncClient:
-    """The async client that PROVIDER_ASYNC_CLIENT names; all three have httpx's API.
+    """httpx.AsyncClient over aiohttp's connection pool (PROVIDER_ASYNC_CLIENT=aiohttp) or over its own.
 
-    Chosen by measurement (README, "Performance"): httpx's own connection pool, and httpx2's,
-    spend CPU per request that grows with the connections in use, so at a few hundred calls
-    in flight the pool, not the provider, becomes the limit. aiohttp's pool does not.
+    Chosen by measurement (README, "Performance"): httpx's own pool spends CPU per request that
+    grows with the connections it holds, so with a few hundred calls in flight the pool, not the
+    provider, becomes the limit. aiohttp's pool does not.
     """
-    if kind == "httpx2":
-        limits, timeout = options["limits"], options["timeout"]
-        return httpx2.AsyncClient(**{
-            **options,
-            "limits": httpx2.Limits(max_connections=limits.max_connections,
-                                    max_keepalive_connections=limits.max_keepalive_connections),
-            "timeout": httpx2.Timeout(timeout.read, connect=timeout.connect),
-        })
     if kind == "aiohttp" and options["transport"] is None:
         return httpx.AsyncClient(**{**options, "transport": AiohttpTransport(limits=options["limits"])})
     return httpx.AsyncClient(**options)
@@ -114,14 +101,15 @@ def make_async_client(kind: str, options: dict) -> httpx.AsyncClient:
 def _transport_errors() -> Iterator[None]:
     try:
         yield
-    except POOL_TIMEOUTS:
+    except httpx.PoolTimeout:
         raise ProviderBusy("no free connection to the AI provider (PROVIDER_MAX_CONNECTIONS)", retry_after=1) from None
-    except TIMEOUTS as exc:
-        # httpx-aiohttp reports a refused connection as a ConnectTimeout; its cause tells them apart.
-        if isinstance(exc.__cause__, aiohttp.ClientConnectorError):
-            raise ProviderUnavailable("cannot reach the AI provider: connection refused") from None
+    except httpx.TimeoutException as exc:
+        # httpx-aiohttp reports every connection failure as a ConnectTimeout; its cause tells them apart.
+        cause = exc.__cause__
+        if isinstance(cause, aiohttp.ClientConnectionError) and not isinstance(cause, aiohttp.ServerTimeoutError):
+            raise ProviderUnavailable(f"cannot reach the AI provider: {type(cause).__name__}") from None
         raise ProviderTimeout("the AI provider did not answer within PROVIDER_TIMEOUT_S") from None
-    except TRANSPORT_ERRORS as exc:
+    except httpx.TransportError as exc:
         raise ProviderUnavailable(f"cannot reach the AI provider: {type(exc).__name__}") from None
 
 

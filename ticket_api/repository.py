@@ -1,4 +1,4 @@
-"""Every SQL statement of the API: plain functions over psycopg, one place for the database."""
+"""Every SQL statement of the API: plain functions over psycopg (and Module 1's transaction around the AI work)."""
 
 import psycopg
 from psycopg.rows import dict_row
@@ -36,7 +36,7 @@ def save_new_ticket(db: Database, new: NewTicket, work: AiWork) -> Ticket:
         return find_earlier_ticket(db, new)
 
 
-def create_in_one_transaction(db: Database, provider, new: NewTicket, timer: Timer) -> tuple[Ticket, AiWork]:
+def create_in_one_transaction(db: Database, provider, new: NewTicket, timer: Timer) -> tuple[Ticket, AiWork | None]:
     """Module 1's design, kept on purpose: the AI work happens while one transaction holds a connection."""
     try:
         with timer("db"), db.connection() as conn:

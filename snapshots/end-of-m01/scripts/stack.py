@@ -8,7 +8,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import httpx
 
@@ -64,27 +66,28 @@ class Service:
                 self.argv, cwd=self.cwd, env=self.env, stdout=log, stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL, start_new_session=True,
             )
+        try:
+            self._wait_until_ready(timeout_s, ready)
+        except BaseException:  # not ready, Ctrl+C or SIGTERM while waiting: stop what was started
+            self.stop()
+            raise
+        return self
+
+    def _wait_until_ready(self, timeout_s: float, ready: str) -> None:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise CommandError(f"{self.name} stopped during start-up: {self.last_log_line()}")
             if self._listening() if ready == "port" else self._healthy():
-                return self
+                return
             time.sleep(0.05)
-        self.stop()
-        raise CommandError(f"{self.name} did not answer /health within {timeout_s:g} s; see {self.log_path}")
+        raise CommandError(f"{self.name} did not answer within {timeout_s:g} s; see {self.log_path}")
 
     def stop(self, timeout_s: float = 35) -> int | None:
         """SIGTERM (graceful: in-flight requests finish), then SIGKILL after `timeout_s`; returns the exit code."""
         if self.process is None:
             return None
-        if self.process.poll() is None:
-            _signal_group(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout_s)
-            except subprocess.TimeoutExpired:
-                _signal_group(self.process.pid, signal.SIGKILL)
-                self.process.wait()
+        stop_process(self.process, timeout_s)
         if self._own_log_dir and self.process.returncode == 0:
             shutil.rmtree(self.log_path.parent, ignore_errors=True)
         return self.process.returncode
@@ -129,8 +132,31 @@ def api(provider_url: str, port: int | None = None, env: dict[str, str] | None =
     return Service("api", argv, port, env=settings, log_dir=log_dir, cwd=cwd)
 
 
-def _signal_group(pid: int, sig: signal.Signals) -> None:
+def stop_process(process: subprocess.Popen, timeout_s: float = 35) -> int:
+    """SIGTERM to a process started in a session of its own (and its children), SIGKILL after `timeout_s`.
+
+    A Ctrl+C or SIGTERM meanwhile cannot cut it short: the process must not be left behind.
+    """
+    with signals_ignored():
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            if process.poll() is not None:
+                break
+            try:
+                os.killpg(process.pid, sig)
+                process.wait(timeout_s)
+            except ProcessLookupError:
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        return process.wait()
+
+
+@contextmanager
+def signals_ignored() -> Iterator[None]:
+    """Ignore Ctrl+C and SIGTERM for the length of the block."""
+    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        os.killpg(pid, sig)
-    except ProcessLookupError:
-        pass
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -4,6 +4,7 @@ import hashlib
 from datetime import datetime
 from typing import Annotated
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints
 
 # Strict: a JSON `true` or `"1"` is not customer 1 (pydantic would convert both).
@@ -37,7 +38,7 @@ class NewTicket(BaseModel):
 
     def fingerprint(self) -> str:
         """A hash of what was asked, to tell a retry from a different request under the same key."""
-        return hashlib.sha256(f"{self.customer_id}\n{self.subject}\n{self.body}".encode()).hexdigest()
+        return hashlib.sha256(orjson.dumps([self.customer_id, self.subject, self.body])).hexdigest()
 
 
 class Ticket(BaseModel):

@@ -1,4 +1,4 @@
-"""Every SQL statement of the API: plain functions over psycopg, one place for the database."""
+"""Every SQL statement of the API: plain functions over psycopg (and the transaction around the AI work)."""
 
 import psycopg
 from psycopg.rows import dict_row
@@ -19,7 +19,7 @@ class _KeyTaken(Exception):
     """Another request with the same Idempotency-Key committed its ticket first."""
 
 
-def create_in_one_transaction(db: Database, provider, new: NewTicket, timer: Timer) -> tuple[Ticket, AiWork]:
+def create_in_one_transaction(db: Database, provider, new: NewTicket, timer: Timer) -> tuple[Ticket, AiWork | None]:
     """Check the customer, insert the ticket, do the AI work and save its results, all in one transaction."""
     try:
         with timer("db"), db.connection() as conn:

@@ -16,7 +16,8 @@ import time
 
 import httpx
 
-from scripts.cli import CommandError, run
+from scripts.cli import positive_float, positive_int, progress, run
+from scripts.measure import check_api
 from scripts.stall import random_ticket
 
 FIGURES = {
@@ -39,36 +40,43 @@ async def burst(url: str, tickets: int, interval: float, seed: int) -> dict:
     rng = random.Random(seed)
     limits = httpx.Limits(max_connections=tickets + 2)
     async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as client:
-        try:
-            before = read_metrics((await client.get("/metrics")).text)
-        except httpx.TransportError:
-            raise CommandError(f"the API does not answer at {url}: start it first (fastapi dev)") from None
+        await check_api(client)
+        before = read_metrics((await client.get("/metrics")).text)
         samples: list[dict[str, float]] = []
         done = asyncio.Event()
 
         async def watch() -> None:
             while not done.is_set():
-                samples.append(read_metrics((await client.get("/metrics")).text))
+                try:
+                    samples.append(read_metrics((await client.get("/metrics")).text))
+                except httpx.HTTPError:
+                    pass  # a missed sample; the tickets' answers tell the rest
                 await asyncio.sleep(interval)
 
-        async def create(ticket: dict) -> tuple[int, float]:
+        async def create(ticket: dict) -> tuple[int | None, float]:
             started = time.perf_counter()
-            response = await client.post("/v1/tickets", json=ticket)
-            return response.status_code, (time.perf_counter() - started) * 1000
+            try:
+                status = (await client.post("/v1/tickets", json=ticket)).status_code
+            except httpx.HTTPError:
+                status = None  # no answer at all
+            return status, (time.perf_counter() - started) * 1000
 
+        progress(f"{tickets} tickets at once to {url} ...")
         watcher = asyncio.create_task(watch())
         started = time.perf_counter()
-        results = await asyncio.gather(*(create(random_ticket(rng)) for _ in range(tickets)))
+        try:
+            results = await asyncio.gather(*(create(random_ticket(rng)) for _ in range(tickets)))
+        finally:
+            done.set()
+            await watcher
         total_s = time.perf_counter() - started
-        done.set()
-        await watcher
         after = read_metrics((await client.get("/metrics")).text)
     return summarize(results, samples, before, after, total_s)
 
 
 def summarize(results: list[tuple[int, float]], samples: list[dict], before: dict, after: dict, total_s: float) -> dict:
     """Every figure of the run, for the printout and for --json."""
-    statuses = [status for status, _ in results]
+    statuses = [status for status, _ in results if status is not None]
     times = sorted(ms for _, ms in results)
     samples = samples or [after]
     return {
@@ -76,6 +84,7 @@ def summarize(results: list[tuple[int, float]], samples: list[dict], before: dic
         "total_s": round(total_s, 2),
         "statuses": sorted(set(statuses)),
         "status_counts": {str(code): statuses.count(code) for code in sorted(set(statuses))},
+        "unanswered": len(results) - len(statuses),
         "p50_ms": round(statistics.median(times), 1),
         "p95_ms": round(times[min(len(times) - 1, int(0.95 * len(times)))], 1),
         "db_pool_max": int(after["db_pool_max"]),
@@ -90,6 +99,8 @@ def summarize(results: list[tuple[int, float]], samples: list[dict], before: dic
 def report(figures: dict) -> str:
     """Three lines for people."""
     counts = ", ".join(f"{code}: {n}" for code, n in figures["status_counts"].items())
+    if figures["unanswered"]:
+        counts += f", no answer: {figures['unanswered']}"
     return "\n".join([
         f"{figures['tickets']} tickets at once: {figures['total_s']:.1f} s, status counts {{{counts}}}, "
         f"p50 {figures['p50_ms']:.1f} ms, p95 {figures['p95_ms']:.1f} ms",
@@ -101,19 +112,19 @@ def report(figures: dict) -> str:
 
 def main() -> int:
     """Parse the command line, run the burst, print the figures."""
-    parser = argparse.ArgumentParser(prog="python -m scripts.burst", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m scripts.burst", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Exit codes: 0 every ticket got 201, 1 some did not, 2 the API cannot be reached or bad arguments.")
     parser.add_argument("--url", default="http://127.0.0.1:8000", help="the API (default %(default)s)")
-    parser.add_argument("--tickets", type=int, default=32, help="tickets sent at once (default %(default)s)")
-    parser.add_argument("--interval", type=float, default=0.05, help="seconds between /metrics samples")
+    parser.add_argument("--tickets", type=positive_int, default=32, help="tickets sent at once (default %(default)s)")
+    parser.add_argument("--interval", type=positive_float, default=0.05,
+                        help="seconds between /metrics samples (default %(default)s)")
     parser.add_argument("--seed", type=int, default=0, help="seed for the random customers")
     parser.add_argument("--json", action="store_true", help="print every figure as one JSON object")
     args = parser.parse_args()
-    if args.tickets < 1 or args.interval <= 0:
-        parser.error("--tickets must be at least 1 and --interval above 0")
     figures = asyncio.run(burst(args.url.rstrip("/"), args.tickets, args.interval, args.seed))
     print(json.dumps(figures) if args.json else report(figures))
-    return 0
+    return 0 if figures["statuses"] == [201] and not figures["unanswered"] else 1
 
 
 if __name__ == "__main__":

@@ -18,6 +18,14 @@ from ticket_api.main import create_app
 TEST_CUSTOMERS = dataset.Size(customers=20, tickets=0)
 
 
+@pytest.fixture(autouse=True)
+def no_settings_from_the_terminal(monkeypatch) -> None:
+    """Each test chooses its settings: none comes from a variable left set in the terminal (but DATABASE_URL)."""
+    for name in Settings.model_fields:
+        if name != "database_url":
+            monkeypatch.delenv(name.upper(), raising=False)
+
+
 @pytest.fixture(scope="session")
 def database_url() -> Iterator[str]:
     """A new database for this run on the lab's server (embedded, or the one in DATABASE_URL); dropped after."""
