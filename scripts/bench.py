@@ -29,8 +29,8 @@ import uvloop
 
 from scripts.cli import CommandError, parse_levels, progress, run
 from scripts.lab_stack import Clock, format_table, output_folder, running_lab
-from scripts.measure import percentile
-from scripts.stall import random_ticket
+from scripts.measure import percentile, server_timing
+from scripts.dataset import random_ticket
 from simulator.loadgen import run_load
 from ticket_api.embedded import PGDATA
 
@@ -68,12 +68,6 @@ def ticket_requests(host: str, port: int, count: int = 500, seed: int = 7) -> li
                 f"Content-Length: {len(body)}\r\n\r\n")
         requests.append(head.encode() + body)
     return requests
-
-
-def server_timing(value: str) -> dict[str, float]:
-    """`db;dur=9.5, ai;dur=2130.2, ...` as {"db": 9.5, "ai": 2130.2, ...}."""
-    parts = (part.strip().partition(";dur=") for part in value.split(","))
-    return {name: float(duration) for name, _, duration in parts if duration}
 
 
 def processes(api_pid: int, simulator_pid: int) -> dict[str, list[psutil.Process]]:

@@ -18,7 +18,7 @@ import httpx
 
 from scripts.cli import positive_float, positive_int, progress, run
 from scripts.measure import check_api
-from scripts.stall import random_ticket
+from scripts.dataset import random_ticket
 
 FIGURES = {
     "db_in_use": "ticket_api_db_pool_in_use",

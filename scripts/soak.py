@@ -28,8 +28,8 @@ from scripts import dataset, stack
 from scripts.cli import CommandError, positive_float, positive_int, progress, run
 from scripts.db import CUSTOMER_COLUMNS
 from scripts.lab_stack import STOP_TIMEOUT_S, Clock, output_folder, parse_modes, started
+from scripts.measure import error_code
 
-from scripts.stall import error_code, random_ticket
 from ticket_api.config import load_settings
 from ticket_api.database import apply_schema, connect, resolve_dsn, shown_dsn
 
@@ -60,7 +60,7 @@ def make_tickets(count: int, seed: str) -> list[dict]:
     run_id = f"{rng.getrandbits(32):08x}"
     tickets = []
     for number in range(1, count + 1):
-        ticket, marker = random_ticket(rng), f"soak-{run_id}-{number}"
+        ticket, marker = dataset.random_ticket(rng), f"soak-{run_id}-{number}"
         tickets.append({**ticket, "subject": f"{ticket['subject']} [{marker}]", "key": marker})
     return tickets
 

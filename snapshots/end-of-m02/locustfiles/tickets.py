@@ -15,7 +15,8 @@ import random
 
 from locust import FastHttpUser, constant, events, task
 
-from scripts import dataset
+from scripts.dataset import KNOWN_CUSTOMER_IDS, random_ticket
+from scripts.measure import error_code
 
 CREATE_NAME = "/v1/tickets"
 READ_WEIGHT = int(os.environ.get("TICKETS_READ_WEIGHT", "0"))
@@ -44,30 +45,18 @@ class TicketUser(FastHttpUser):
     @task(READ_WEIGHT)
     def read_tickets(self) -> None:
         """GET one page of a random customer's tickets (weight 0, so off, unless TICKETS_READ_WEIGHT is set)."""
-        customer_id = self.rng.choice(dataset.KNOWN_CUSTOMER_IDS)
+        customer_id = self.rng.choice(KNOWN_CUSTOMER_IDS)
         with self.client.get(f"/v1/tickets?customer_id={customer_id}&limit=10", name="/v1/tickets?customer_id=[id]",
                              catch_response=True) as response:
             if response.status_code != 200:
                 response.failure(failure_name(response))
 
 
-def random_ticket(rng: random.Random) -> dict:
-    """A ticket like those of scripts.stall: a customer of every data set, a realistic subject and body."""
-    category = rng.choice(list(dataset.SUBJECTS))
-    subject = rng.choice(dataset.SUBJECTS[category]).format(n=rng.randint(100, 99999))
-    body = rng.choice(dataset.BODIES).format(subject=subject, subject_lower=subject[0].lower() + subject[1:])
-    return {"customer_id": rng.choice(dataset.KNOWN_CUSTOMER_IDS), "subject": subject, "body": body}
-
-
 def failure_name(response) -> str:
     """`ai_busy (503)` from the API's error body; the status alone, or the network error, otherwise."""
     if not response.status_code:
         return f"no answer ({type(response.error).__name__})"
-    try:
-        code = response.json().get("error")
-    except (ValueError, AttributeError):
-        code = None
-    return f"{code or 'http_error'} ({response.status_code})"
+    return f"{error_code(response)} ({response.status_code})"
 
 
 @events.test_start.add_listener

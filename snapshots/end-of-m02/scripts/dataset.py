@@ -76,3 +76,11 @@ def tickets(size: Size, seed: int = SEED) -> Iterator[tuple[tuple, tuple]]:
             CHAT_MODEL, elapsed["classify"], CHAT_MODEL, elapsed["draft"], EMBEDDING_MODEL, elapsed["embed"], created_at,
         )
         yield ticket, result
+
+
+def random_ticket(rng: random.Random) -> dict:
+    """A new ticket from a customer of every data set, with a realistic subject and body."""
+    category = rng.choice(list(SUBJECTS))
+    subject = rng.choice(SUBJECTS[category]).format(n=rng.randint(100, 99999))
+    body = rng.choice(BODIES).format(subject=subject, subject_lower=subject[0].lower() + subject[1:])
+    return {"customer_id": rng.choice(KNOWN_CUSTOMER_IDS), "subject": subject, "body": body}

@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -153,7 +154,10 @@ def stop_process(process: subprocess.Popen, timeout_s: float = 35) -> int:
 
 @contextmanager
 def signals_ignored() -> Iterator[None]:
-    """Ignore Ctrl+C and SIGTERM for the length of the block."""
+    """Ignore Ctrl+C and SIGTERM for the length of the block (signals reach the main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
     previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield

@@ -14,21 +14,13 @@ import time
 
 import httpx
 
-from scripts import dataset
 from scripts.cli import CommandError, positive_float, positive_int, progress, run
-from scripts.measure import check_api
+from scripts.dataset import random_ticket
+from scripts.measure import check_api, error_code, server_timing
 from ticket_api.config import load_settings
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 TIMEOUT_S = 120  # a ticket of a stalled server may wait for many others; it must not time out first
-
-
-def random_ticket(rng: random.Random) -> dict:
-    """A new ticket from a customer that exists in every data set, with a realistic subject and body."""
-    category = rng.choice(list(dataset.SUBJECTS))
-    subject = rng.choice(dataset.SUBJECTS[category]).format(n=rng.randint(100, 99999))
-    body = rng.choice(dataset.BODIES).format(subject=subject, subject_lower=subject[0].lower() + subject[1:])
-    return {"customer_id": rng.choice(dataset.KNOWN_CUSTOMER_IDS), "subject": subject, "body": body}
 
 
 async def measure_stall(url: str, tickets: int = 8, concurrency: int = 4, interval_s: float = 0.1,
@@ -60,7 +52,8 @@ async def send_tickets(client: httpx.AsyncClient, waiting: list[tuple[int, dict]
         start_s = time.perf_counter() - since
         try:
             response = await client.post("/v1/tickets", json=ticket)
-            status, error, ai_ms = response.status_code, error_code(response), ai_time_ms(response)
+            status, error = response.status_code, error_code(response)
+            ai_ms = server_timing(response).get("ai")
         except httpx.HTTPError as exc:
             status, error, ai_ms = None, type(exc).__name__, None
         sent.append({"ticket": number, "customer_id": ticket["customer_id"], "start_s": start_s,
@@ -101,25 +94,6 @@ def summarize(url: str, tickets: int, concurrency: int, interval_s: float, seed:
         "ticket_runs": sorted(sent, key=lambda t: t["ticket"]),
         "probes": probes,
     }
-
-
-def error_code(response: httpx.Response) -> str | None:
-    """The API's error code (`ai_busy`, ...) of an answer that is not 201, else None."""
-    if response.status_code == 201:
-        return None
-    try:
-        return response.json().get("error") or f"http_{response.status_code}"
-    except (ValueError, AttributeError):
-        return f"http_{response.status_code}"
-
-
-def ai_time_ms(response: httpx.Response) -> float | None:
-    """The provider's share of the ticket, from the API's Server-Timing header (`ai;dur=...`)."""
-    for part in response.headers.get("server-timing", "").split(","):
-        name, _, duration = part.strip().partition(";dur=")
-        if name == "ai" and duration:
-            return float(duration)
-    return None
 
 
 def report(result: dict) -> str:

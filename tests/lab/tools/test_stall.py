@@ -8,7 +8,9 @@ import re
 import httpx
 
 from scripts import dataset
-from scripts.stall import ai_time_ms, error_code, measure_stall, random_ticket, report
+from scripts.dataset import random_ticket
+from scripts.measure import error_code, server_timing
+from scripts.stall import measure_stall, report
 from tests.fakes import FakeProvider
 from tests.lab.tools.commands import run_module
 from ticket_api.errors import ProviderBusy
@@ -55,8 +57,8 @@ def test_the_error_code_and_the_provider_time_come_from_the_answer():
     assert error_code(busy) == "ai_busy"
     assert error_code(httpx.Response(500, text="oops")) == "http_500"
     assert error_code(created) is None
-    assert ai_time_ms(created) == 2210.4
-    assert ai_time_ms(busy) is None
+    assert server_timing(created).get("ai") == 2210.4
+    assert server_timing(busy).get("ai") is None
 
 
 def stall_in(served_api, mode: str) -> dict:
