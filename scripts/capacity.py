@@ -138,8 +138,8 @@ def measure_modes(lab, args: argparse.Namespace, folder, clock: Clock) -> list[d
 def summarize(runs: list[dict]) -> list[dict]:
     """One row per mode and users level: medians over the passes, failures summed."""
     rows = []
-    for key in dict.fromkeys((run["mode"], run["users"]) for run in runs):
-        passes = [run for run in runs if (run["mode"], run["users"]) == key]
+    for key in dict.fromkeys((each["mode"], each["users"]) for each in runs):
+        passes = [each for each in runs if (each["mode"], each["users"]) == key]
         row = {"mode": key[0], "users": key[1], "passes": len(passes),
                "failures": sum(run["failures"] for run in passes)}
         for figure in ("tickets_per_s", "p50_ms", "p95_ms", "provider_s_per_ticket", "limit_per_s", "of_limit",
@@ -230,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"rows": rows, "runs": runs, "files": written}))
     else:
         print(render(rows, args.duration, args.passes))
-    for failed in (run for run in runs if run["failures"]):
+    for failed in (each for each in runs if each["failures"]):
         progress(f"{failed['mode']}, {failed['users']} users, pass {failed['pass']}: {failed['failures']} tickets "
                  f"failed; Locust's report at the end of {failed['locust_log']} names them")
     progress(f"[{clock}] wrote {len(written)} files to {folder}")

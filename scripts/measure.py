@@ -6,7 +6,6 @@ scripts.thread_cliff (and free for any other script). Every time is in milliseco
 
 import asyncio
 import math
-import re
 import ssl
 import time
 from contextlib import AsyncExitStack, asynccontextmanager

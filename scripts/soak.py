@@ -22,11 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
-from psycopg.conninfo import make_conninfo
 
 from scripts import dataset, stack
-from scripts.cli import CommandError, positive_float, positive_int, progress, run
-from scripts.db import CUSTOMER_COLUMNS
+from scripts.cli import positive_float, positive_int, progress, run
+from scripts.db import create_database, drop_database, load_customers
 from scripts.lab_stack import STOP_TIMEOUT_S, Clock, output_folder, parse_modes, started
 from scripts.measure import error_code
 
@@ -172,7 +171,7 @@ def soak_mode(mode: str, args: argparse.Namespace, server_dsn: str, simulator: s
     tickets = make_tickets(args.tickets, f"{args.seed}-{mode}")
     httpx.post(f"{simulator.url}/admin/quota/reset", timeout=10).raise_for_status()  # a full quota per mode
     name = f"lab_soak_{os.getpid()}_{mode}"  # one per mode, so a kept one survives the next mode
-    dsn = create_database(server_dsn, name)
+    dsn = soak_database(server_dsn, name)
     result = None
     try:
         env = {"INTAKE_MODE": mode, "DATABASE_URL": dsn, "PROVIDER_TIMEOUT_S": f"{args.provider_timeout:g}"}
@@ -201,24 +200,13 @@ def soak_mode(mode: str, args: argparse.Namespace, server_dsn: str, simulator: s
     return result
 
 
-def create_database(server_dsn: str, name: str) -> str:
+def soak_database(server_dsn: str, name: str) -> str:
     """A new database `name` with the schema and the small data set's 300 customers; its DSN."""
-    with connect(server_dsn, autocommit=True) as admin:
-        admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-        admin.execute(f"CREATE DATABASE {name}")
-    dsn = make_conninfo(server_dsn, dbname=name)
+    dsn = create_database(server_dsn, name)
     with connect(dsn) as conn:
         apply_schema(conn)
-        with conn.cursor().copy(f"COPY customers ({', '.join(CUSTOMER_COLUMNS)}) FROM STDIN") as copy:
-            for row in dataset.customers(dataset.SIZES["small"]):
-                copy.write_row(row)
+        load_customers(conn, dataset.SIZES["small"])
     return dsn
-
-
-def drop_database(server_dsn: str, name: str) -> None:
-    """Drop the database, connections and all."""
-    with connect(server_dsn, autocommit=True) as admin:
-        admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 def summarize(mode: str, outcomes: list[Outcome], restart_info: dict, checked: dict) -> dict:

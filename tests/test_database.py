@@ -3,8 +3,8 @@
 import psycopg
 import pytest
 from fastapi.testclient import TestClient
-from psycopg.conninfo import make_conninfo
 
+from scripts.db import temporary_database
 from scripts.stack import free_port
 from tests.fakes import FakeProvider
 from ticket_api.database import Database, apply_schema, connect, resolve_dsn, shown_dsn
@@ -39,15 +39,10 @@ def test_the_api_does_not_start_without_its_database(make_settings):
 
 def test_a_database_without_the_tables_says_how_to_create_them(make_settings, database_url):
     empty = f"{psycopg.conninfo.conninfo_to_dict(database_url)['dbname']}_empty"
-    with psycopg.connect(database_url, autocommit=True) as admin:
-        admin.execute(f"CREATE DATABASE {empty}")
-    try:
-        settings = make_settings(database_url=make_conninfo(database_url, dbname=empty))
+    with temporary_database(database_url, empty) as url:
+        settings = make_settings(database_url=url)
         with pytest.raises(StartupError, match="python -m scripts.db init"):
             Database(settings.database_url, settings).open()
-    finally:
-        with psycopg.connect(database_url, autocommit=True) as admin:
-            admin.execute(f"DROP DATABASE {empty}")
 
 
 def test_the_schema_can_be_applied_again(database_url):

@@ -3,24 +3,19 @@
 import subprocess
 import sys
 
-import psycopg
 import pytest
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.conninfo import conninfo_to_dict
 
 from scripts.cli import CommandError
-from scripts.db import init, status
+from scripts.db import init, status, temporary_database
 from scripts.stack import free_port
 
 
 @pytest.fixture
 def empty_database(database_url):
     """A database of its own, dropped after the test."""
-    name = f"{conninfo_to_dict(database_url)['dbname']}_init"
-    with psycopg.connect(database_url, autocommit=True) as admin:
-        admin.execute(f"CREATE DATABASE {name}")
-    yield make_conninfo(database_url, dbname=name)
-    with psycopg.connect(database_url, autocommit=True) as admin:
-        admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
+    with temporary_database(database_url, f"{conninfo_to_dict(database_url)['dbname']}_init") as url:
+        yield url
 
 
 def run_db(*args: str, **env: str) -> subprocess.CompletedProcess:

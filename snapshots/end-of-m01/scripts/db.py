@@ -2,8 +2,11 @@
 
 import argparse
 import time
+from contextlib import contextmanager
+from typing import Iterator
 
 import psycopg
+from psycopg.conninfo import make_conninfo
 
 from scripts import dataset
 from scripts.cli import CommandError, progress, run
@@ -47,11 +50,40 @@ def status(dsn: str) -> list[str]:
     return lines
 
 
-def _load(conn: psycopg.Connection, size: dataset.Size) -> None:
-    started = time.perf_counter()
+def load_customers(conn: psycopg.Connection, size: dataset.Size) -> None:
+    """COPY a data set's customers into the customers table."""
     with conn.cursor().copy(f"COPY customers ({', '.join(CUSTOMER_COLUMNS)}) FROM STDIN") as copy:
         for row in dataset.customers(size):
             copy.write_row(row)
+
+
+def create_database(server_dsn: str, name: str) -> str:
+    """A new, empty database `name` on the server (one of that name is dropped first); its DSN."""
+    drop_database(server_dsn, name)
+    with connect(server_dsn, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    return make_conninfo(server_dsn, dbname=name)
+
+
+def drop_database(server_dsn: str, name: str) -> None:
+    """Drop the database, its connections and all."""
+    with connect(server_dsn, autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@contextmanager
+def temporary_database(server_dsn: str, name: str) -> Iterator[str]:
+    """A new, empty database for the length of the block (tests, soak runs); its DSN."""
+    dsn = create_database(server_dsn, name)
+    try:
+        yield dsn
+    finally:
+        drop_database(server_dsn, name)
+
+
+def _load(conn: psycopg.Connection, size: dataset.Size) -> None:
+    started = time.perf_counter()
+    load_customers(conn, size)
     step = size.tickets // 10 if size.tickets >= 10_000 else size.tickets + 1  # progress only when it is slow
     with conn.cursor() as cur:
         with cur.copy(f"COPY tickets ({', '.join(TICKET_COLUMNS)}) FROM STDIN") as tickets_copy:

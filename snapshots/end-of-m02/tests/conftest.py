@@ -6,10 +6,9 @@ from typing import Iterator
 import psycopg
 import pytest
 from fastapi.testclient import TestClient
-from psycopg.conninfo import make_conninfo
 
 from scripts import dataset
-from scripts.db import CUSTOMER_COLUMNS
+from scripts.db import load_customers, temporary_database
 from tests.fakes import FakeProvider
 from ticket_api.config import Settings, load_settings
 from ticket_api.database import apply_schema, connect, resolve_dsn
@@ -29,22 +28,11 @@ def no_settings_from_the_terminal(monkeypatch) -> None:
 @pytest.fixture(scope="session")
 def database_url() -> Iterator[str]:
     """A new database for this run on the lab's server (embedded, or the one in DATABASE_URL); dropped after."""
-    server = resolve_dsn(load_settings())
-    name = f"lab_test_{os.getpid()}"
-    with connect(server, autocommit=True) as admin:
-        admin.execute(f"DROP DATABASE IF EXISTS {name}")
-        admin.execute(f"CREATE DATABASE {name}")
-    url = make_conninfo(server, dbname=name)
-    try:
+    with temporary_database(resolve_dsn(load_settings()), f"lab_test_{os.getpid()}") as url:
         with connect(url) as conn:
             apply_schema(conn)
-            with conn.cursor().copy(f"COPY customers ({', '.join(CUSTOMER_COLUMNS)}) FROM STDIN") as copy:
-                for row in dataset.customers(TEST_CUSTOMERS):
-                    copy.write_row(row)
+            load_customers(conn, TEST_CUSTOMERS)
         yield url
-    finally:
-        with connect(server, autocommit=True) as admin:
-            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from fastapi import FastAPI, Response
 from scripts import stack
 from tests.servers import serve
 
-UPSTREAM_DELAY_S = 0.1
+UPSTREAM_DELAY_S = 0.25  # long enough that a blocked loop shows above the noise of 2 busy cores
 
 
 def fake_provider_app(delay_s: float) -> FastAPI:

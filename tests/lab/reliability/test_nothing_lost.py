@@ -103,7 +103,7 @@ def test_the_soak_checks_every_mode_through_a_restart(tmp_path):
 
 def test_the_soak_check_finds_lost_duplicated_and_unanswered_tickets(database_url):
     name = f"lab_soak_check_{os.getpid()}"
-    dsn = soak.create_database(database_url, name)
+    dsn = soak.soak_database(database_url, name)
     try:
         tickets = soak.make_tickets(4, "check")
         with connect(dsn) as conn:

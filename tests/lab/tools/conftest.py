@@ -4,30 +4,21 @@ from contextlib import contextmanager
 from typing import Iterator
 
 import pytest
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.conninfo import conninfo_to_dict
 
-from scripts.db import init
+from scripts.db import init, temporary_database
 from tests.fakes import FakeProvider
 from tests.servers import serve
 from ticket_api.config import load_settings
-from ticket_api.database import connect
 from ticket_api.main import create_app
 
 
 @pytest.fixture(scope="session")
 def lab_database_url(database_url: str) -> Iterator[str]:
     """A database of its own with the small data set (customers 1..300, as the scripts expect); dropped after."""
-    name = f"{conninfo_to_dict(database_url)['dbname']}_tools"
-    with connect(database_url, autocommit=True) as admin:
-        admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-        admin.execute(f"CREATE DATABASE {name}")
-    url = make_conninfo(database_url, dbname=name)
-    try:
+    with temporary_database(database_url, f"{conninfo_to_dict(database_url)['dbname']}_tools") as url:
         init(url, "small")
         yield url
-    finally:
-        with connect(database_url, autocommit=True) as admin:
-            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 @pytest.fixture
