@@ -13,7 +13,7 @@ TICKETS_READ_WEIGHT=N adds a light task that reads a customer's tickets, N per 1
 import os
 import random
 
-from locust import FastHttpUser, constant, events, task
+from locust import FastHttpUser, constant, task
 
 from scripts.dataset import KNOWN_CUSTOMER_IDS, random_ticket
 from scripts.measure import error_code
@@ -57,10 +57,3 @@ def failure_name(response) -> str:
     if not response.status_code:
         return f"no answer ({type(response.error).__name__})"
     return f"{error_code(response)} ({response.status_code})"
-
-
-@events.test_start.add_listener
-def start_the_clock(environment, **kwargs) -> None:
-    """Create the ticket entry as the test starts: Locust dates an entry from its first answer otherwise,
-    and `python -m scripts.capacity` divides the successes by the time since its start."""
-    environment.stats.get(CREATE_NAME, "POST")

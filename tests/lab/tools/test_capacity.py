@@ -6,6 +6,8 @@ Locust runs in child processes only: importing it here would monkey-patch this t
 import json
 from pathlib import Path
 
+import pytest
+
 from scripts.capacity import locust_percentile, read_locust_json, render, run_locust, summarize
 from scripts.charts import draw_capacity
 from tests.fakes import FakeProvider
@@ -21,18 +23,19 @@ def test_percentiles_are_locusts_own_over_its_rounded_times():
     assert locust_percentile({}, 0.5) is None
 
 
-def test_tickets_per_second_counts_successes_from_the_tests_start_to_the_last_answer(tmp_path):
+def test_tickets_per_second_is_users_over_the_mean_ticket_time_for_the_successes(tmp_path):
     entries = [
-        {"name": "/v1/tickets", "method": "POST", "num_requests": 140, "num_failures": 4, "start_time": 1000.0,
-         "last_request_timestamp": 1040.0, "response_times": {"2200": 100, "2400": 40}},
+        {"name": "/v1/tickets", "method": "POST", "num_requests": 140, "num_failures": 4,
+         "total_response_time": 140 * 2250.0, "response_times": {"2200": 100, "2400": 40}},
         {"name": "/v1/tickets?customer_id=[id]", "method": "GET", "num_requests": 500, "num_failures": 0,
-         "start_time": 1000.0, "last_request_timestamp": 1040.0, "response_times": {"5": 500}},
+         "total_response_time": 2500.0, "response_times": {"5": 500}},
     ]
     (tmp_path / "run.json").write_text(json.dumps(entries))
-    figures = read_locust_json(str(tmp_path / "run.json"))
-    assert figures == {"requests": 140, "failures": 4, "tickets_per_s": 136 / 40, "p50_ms": 2200.0, "p95_ms": 2400.0}
+    figures = read_locust_json(str(tmp_path / "run.json"), users=8)
+    assert figures == {"requests": 140, "failures": 4, "tickets_per_s": pytest.approx(8 / 2.25 * 136 / 140),
+                       "p50_ms": 2200.0, "p95_ms": 2400.0}
     (tmp_path / "none.json").write_text("[]")
-    assert read_locust_json(str(tmp_path / "none.json"))["tickets_per_s"] == 0.0
+    assert read_locust_json(str(tmp_path / "none.json"), users=8)["tickets_per_s"] == 0.0
 
 
 def a_run(mode: str, users: int, tickets_per_s: float, provider_s: float, **extra) -> dict:
