@@ -81,7 +81,7 @@ def run_locust(url: str, users: int, duration_s: int, workers: int, prefix: str)
     try:
         with open(f"{prefix}.json", "wb") as figures, open(f"{prefix}.log", "ab") as log:
             processes = [subprocess.Popen(argv, cwd=stack.PROJECT_ROOT, stdout=figures if argv is master else log,
-                                          stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
+                                          stderr=log, stdin=subprocess.DEVNULL, **stack.OWN_GROUP)
                          for argv in commands]
         code = processes[0].wait(duration_s + STOP_TIMEOUT_S + 60)
         for worker in processes[1:]:

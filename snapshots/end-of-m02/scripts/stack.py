@@ -18,6 +18,9 @@ import httpx
 from scripts.cli import CommandError
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+# Popen options that give a process a group of its own: stopping it stops its children (uvicorn
+# workers), and the terminal's Ctrl+C reaches only us, so we stop it in order.
+OWN_GROUP = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if os.name == "nt" else {"start_new_session": True}
 
 
 def free_port() -> int:
@@ -62,10 +65,9 @@ class Service:
         check_port_free(self.port)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
-            # A session of its own, so stopping it also stops its children (uvicorn workers).
             self.process = subprocess.Popen(
                 self.argv, cwd=self.cwd, env=self.env, stdout=log, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, start_new_session=True,
+                stdin=subprocess.DEVNULL, **OWN_GROUP,
             )
         try:
             self._wait_until_ready(timeout_s, ready)
@@ -134,16 +136,19 @@ def api(provider_url: str, port: int | None = None, env: dict[str, str] | None =
 
 
 def stop_process(process: subprocess.Popen, timeout_s: float = 35) -> int:
-    """SIGTERM to a process started in a session of its own (and its children), SIGKILL after `timeout_s`.
+    """Stop a process started with OWN_GROUP: SIGTERM to it and its children, SIGKILL after `timeout_s`.
 
     A Ctrl+C or SIGTERM meanwhile cannot cut it short: the process must not be left behind.
     """
     with signals_ignored():
-        for sig in (signal.SIGTERM, signal.SIGKILL):
+        for graceful in (True, False):
             if process.poll() is not None:
                 break
             try:
-                os.killpg(process.pid, sig)
+                if os.name == "nt":  # no process groups to signal: the process itself
+                    process.terminate() if graceful else process.kill()
+                else:
+                    os.killpg(process.pid, signal.SIGTERM if graceful else signal.SIGKILL)
                 process.wait(timeout_s)
             except ProcessLookupError:
                 break
