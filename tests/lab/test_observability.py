@@ -1,0 +1,81 @@
+"""What the API shows while it works: the watchdog names the blocking line, /metrics fills up under load."""
+
+import logging
+import re
+import statistics
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+
+from tests.fakes import FakeProvider
+from tests.servers import serve
+from ticket_api.main import create_app
+
+TICKET = {"customer_id": 1, "subject": "Parcel 51 has not arrived", "body": "It was due on Monday."}
+
+
+def metric(text: str, name: str) -> float:
+    return float(re.search(rf"^{name} (\S+)$", text, re.MULTILINE).group(1))
+
+
+def gauges_while_tickets_wait(url: str, tickets: int) -> dict[str, list[float]]:
+    """Send `tickets` tickets at once; every value of each gauge sampled meanwhile."""
+    names = ["ticket_api_threads_borrowed", "ticket_api_db_pool_in_use", "ticket_api_provider_in_flight"]
+    samples = {name: [] for name in names}
+    done = threading.Event()
+
+    def sample() -> None:
+        with httpx.Client(base_url=url, timeout=30) as client:
+            while not done.is_set():
+                text = client.get("/metrics").text
+                for name in names:
+                    samples[name].append(metric(text, name))
+                time.sleep(0.02)
+
+    with ThreadPoolExecutor(tickets + 1) as pool:
+        sampler = pool.submit(sample)
+        statuses = list(pool.map(lambda _: httpx.post(f"{url}/v1/tickets", json=TICKET, timeout=30).status_code,
+                                 range(tickets)))
+        done.set()
+        sampler.result()
+    assert statuses == [201] * tickets
+    return samples
+
+
+def test_the_watchdog_names_the_do_ai_work_line_in_blocking_mode(make_settings, caplog):
+    settings = make_settings(intake_mode="blocking", loop_watchdog_ms=100)
+    with caplog.at_level(logging.WARNING, logger="ticket_api.watchdog"):
+        with serve(create_app(settings, FakeProvider(0.2))) as url:
+            assert httpx.post(f"{url}/v1/tickets", json=TICKET, timeout=30).status_code == 201
+    messages = [r.getMessage() for r in caplog.records if r.name == "ticket_api.watchdog"]
+    assert messages
+    assert all(re.search(r"at ticket_api/intake\.py:\d+ in create_ticket\(\): work = do_ai_work\(provider", m)
+               for m in messages), messages
+
+
+def test_the_watchdog_stays_quiet_in_async_mode(make_settings, caplog):
+    settings = make_settings(intake_mode="async", loop_watchdog_ms=150)
+    with caplog.at_level(logging.WARNING, logger="ticket_api.watchdog"):
+        with serve(create_app(settings, FakeProvider(0.2))) as url:
+            assert httpx.post(f"{url}/v1/tickets", json=TICKET, timeout=30).status_code == 201
+    assert not [r for r in caplog.records if r.name == "ticket_api.watchdog"]
+
+
+def test_metrics_show_thread_mode_holding_threads_and_connections(make_settings):
+    settings = make_settings(intake_mode="thread", db_pool_max_size=10)
+    with serve(create_app(settings, FakeProvider(0.3))) as url:
+        gauges = gauges_while_tickets_wait(url, 6)
+    assert max(gauges["ticket_api_threads_borrowed"]) >= 6  # one thread per waiting ticket
+    assert statistics.median(gauges["ticket_api_db_pool_in_use"]) >= 5  # and a connection each, most of the time
+    assert max(gauges["ticket_api_provider_in_flight"]) >= 6
+
+
+def test_metrics_show_async_mode_waiting_without_threads_or_connections(make_settings):
+    settings = make_settings(intake_mode="async", db_pool_max_size=10)
+    with serve(create_app(settings, FakeProvider(0.3))) as url:
+        gauges = gauges_while_tickets_wait(url, 6)
+    assert max(gauges["ticket_api_provider_in_flight"]) >= 6  # all six wait on the provider together
+    assert statistics.median(gauges["ticket_api_threads_borrowed"]) == 0  # holding no thread while they wait
+    assert statistics.median(gauges["ticket_api_db_pool_in_use"]) == 0  # and no connection
