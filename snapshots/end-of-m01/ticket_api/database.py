@@ -37,6 +37,14 @@ def resolve_dsn(settings: Settings) -> str:
     return embedded_dsn()
 
 
+def release_dsn(settings: Settings) -> None:
+    """Done with the database of resolve_dsn(): the embedded server stops if no other process uses it."""
+    if not settings.database_url:
+        from ticket_api.embedded import release_embedded
+
+        release_embedded()
+
+
 def shown_dsn(dsn: str) -> str:
     """The DSN without its password, for messages."""
     try:

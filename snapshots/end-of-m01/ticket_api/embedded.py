@@ -39,6 +39,17 @@ def embedded_dsn(pgdata: Path = PGDATA) -> str:
     return server.get_uri()
 
 
+def release_embedded(pgdata: Path = PGDATA) -> None:
+    """This process is done with the embedded server: it stops if no other process uses it.
+
+    The package does this at exit, but a process that ends with os._exit (the server process of
+    `fastapi dev`, a multiprocessing child) never gets there.
+    """
+    server = PostgresServer._instances.get(pgdata.resolve())
+    if server is not None:
+        server.cleanup()
+
+
 def stop_embedded(pgdata: Path = PGDATA) -> bool:
     """Stop the embedded server now, whoever uses it; returns False if it was not running."""
     if not (pgdata / "postmaster.pid").exists():
