@@ -7,7 +7,7 @@ from fastapi import FastAPI, Request, Response
 
 from ticket_api import intake, lab, tickets
 from ticket_api.config import Settings, load_settings
-from ticket_api.database import Database, resolve_dsn
+from ticket_api.database import Database, release_dsn, resolve_dsn
 from ticket_api.errors import install_error_handlers
 from ticket_api.metrics import Metrics
 from ticket_api.middleware import BodyLimit, OneLineStartupErrors
@@ -40,6 +40,7 @@ def create_app(settings: Settings | None = None, provider=None) -> FastAPI:
             if provider is None:
                 app.state.provider.close()
             await to_thread.run_sync(app.state.db.close)
+            await to_thread.run_sync(release_dsn, app.state.settings)
 
     app = FastAPI(title="Ticket API", lifespan=lifespan)
     app.state.metrics = metrics
