@@ -3,10 +3,13 @@
 import asyncio
 import socket
 import threading
+import time
 
 import pytest
+from fastapi import FastAPI
 
 from scripts import stack
+from tests.servers import serve
 from ticket_api.config import load_settings
 from ticket_api.errors import ProviderBusy, ProviderTimeout, ProviderUnavailable
 from ticket_api.provider import Provider
@@ -92,3 +95,38 @@ def test_a_spent_quota_is_busy_with_retry_after(client):
         with pytest.raises(ProviderBusy) as caught:
             acall(client, f"{busy.url}/v1")
     assert caught.value.retry_after >= 1
+
+
+@pytest.fixture(scope="module")
+def slow_upstream():
+    """A provider on a real server in a thread that answers every call after exactly 0.3 s."""
+    app = FastAPI()
+
+    @app.post("/v1/chat/completions")
+    async def chat() -> dict:
+        await asyncio.sleep(0.3)
+        return {"object": "chat.completion", "choices": []}
+
+    with serve(app) as url:
+        yield f"{url}/v1"
+
+
+def test_waiting_too_long_for_a_pooled_connection_is_an_error_not_a_hang(slow_upstream):
+    # The default client (aiohttp's pool). httpx's own pool starts its wait again whenever another
+    # request takes the freed connection, so there the calls wait in line, but none forever.
+    settings = load_settings(_env_file=None, provider_url=slow_upstream, provider_async_client="aiohttp",
+                             provider_max_connections=1, provider_timeout_s=0.5)
+    provider = Provider(settings)
+
+    async def three_at_once() -> list:
+        try:
+            return await asyncio.gather(*(provider.acall("/chat/completions", CHAT) for _ in range(3)),
+                                        return_exceptions=True)
+        finally:
+            await provider.aclose()
+
+    started = time.perf_counter()
+    results = asyncio.run(three_at_once())
+    assert time.perf_counter() - started < 5
+    assert sum(isinstance(result, tuple) for result in results) >= 1  # the first got the connection
+    assert any(isinstance(result, ProviderTimeout) for result in results)  # the last waited past the timeout
