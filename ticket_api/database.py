@@ -12,12 +12,13 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import TransactionStatus
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from ticket_api.config import Settings
+from ticket_api.config import Settings, hide_password
 from ticket_api.errors import DatabaseBusy, DatabaseUnavailable, StartupError
 from ticket_api.timing import count_query
 
 SCHEMA = Path(__file__).with_name("schema.sql")
 CONNECT_TIMEOUT_S = 5
+UNAVAILABLE = "the database is unavailable"  # the client's detail; the reason goes to the API's log
 PROBE_EVERY_S = 1.0
 
 
@@ -89,7 +90,7 @@ def shown_dsn(dsn: str) -> str:
     try:
         parts = conninfo_to_dict(dsn)
     except psycopg.ProgrammingError:
-        return "(unparsable DATABASE_URL)"
+        return hide_password(dsn)
     parts.pop("password", None)
     return " ".join(f"{key}={value}" for key, value in parts.items())
 
@@ -99,7 +100,7 @@ def connect(dsn: str, **kwargs: object) -> psycopg.Connection:
     try:
         return psycopg.connect(dsn, connect_timeout=CONNECT_TIMEOUT_S, **kwargs)
     except (psycopg.OperationalError, psycopg.ProgrammingError) as exc:
-        raise StartupError(f"cannot connect to PostgreSQL ({shown_dsn(dsn)}): {_one_line(exc)}") from None
+        raise StartupError(f"cannot connect to PostgreSQL ({shown_dsn(dsn)}): {_one_line(exc, dsn)}") from None
 
 
 def apply_schema(conn: psycopg.Connection) -> None:
@@ -171,7 +172,7 @@ class Database:
                 f"no free database connection within {self.timeout_s:g} s (DB_POOL_MAX_SIZE={self.max_size})"
             ) from None
         except psycopg.OperationalError as exc:
-            raise DatabaseUnavailable(f"the database is unavailable: {_one_line(exc)}") from None
+            raise DatabaseUnavailable(UNAVAILABLE, cause=_one_line(exc, self.dsn)) from None
 
     def _raise_unavailable_if_down(self) -> None:
         # The pool also times out when it cannot connect at all: tell "busy" from "down" by trying
@@ -183,9 +184,9 @@ class Database:
                 psycopg.connect(self.dsn, connect_timeout=CONNECT_TIMEOUT_S).close()
                 self._down_because = None
             except psycopg.OperationalError as exc:
-                self._down_because = _one_line(exc)
+                self._down_because = _one_line(exc, self.dsn)
         if self._down_because is not None:
-            raise DatabaseUnavailable(f"the database is unavailable: {self._down_because}")
+            raise DatabaseUnavailable(UNAVAILABLE, cause=self._down_because)
 
     def stats(self) -> dict[str, int]:
         """Pool figures for /metrics: size, in use, waiting, total ms waited (zeros without a pool)."""
@@ -211,6 +212,12 @@ class Database:
                 self._usage[figure] -= 1
 
 
-def _one_line(exc: Exception) -> str:
+def _one_line(exc: Exception, dsn: str) -> str:
+    """psycopg's message on one line, without the DSN's password (should the message ever quote it)."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return "; ".join(lines).removeprefix("connection failed: ") or type(exc).__name__
+    text = hide_password("; ".join(lines).removeprefix("connection failed: ") or type(exc).__name__)
+    try:
+        password = conninfo_to_dict(dsn).get("password")
+    except psycopg.ProgrammingError:
+        password = None
+    return text.replace(str(password), "***") if password else text

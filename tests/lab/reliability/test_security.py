@@ -3,8 +3,10 @@
 import ast
 import asyncio
 import logging
+import os
 import re
 import socket
+import subprocess
 import sys
 import uuid
 from pathlib import Path
@@ -16,6 +18,7 @@ import pytest
 import typer.main
 import uvicorn
 from fastapi_cli.cli import app as fastapi_cli
+from psycopg.conninfo import make_conninfo
 
 from scripts import stack
 from simulator.app import build_app
@@ -27,6 +30,7 @@ from tests.lab.reliability.reliability_testing import MODES, assert_idle, marked
 from tests.lab.tools.commands import run_module
 from tests.servers import serve
 from ticket_api.config import load_settings
+from ticket_api.embedded import embedded_dsn, stop_embedded
 from ticket_api.main import create_app
 
 TICKET_API = Path(__file__).resolve().parents[3] / "ticket_api"
@@ -83,6 +87,48 @@ def test_the_provider_key_appears_in_no_log_line_and_no_answer(start_api, failin
     assert "HTTP Request: POST" in logs and "POST /v1/tickets" in logs  # the log had something to leak
     assert secret not in logs
     assert all(secret not in answer.text and secret not in str(answer.headers) for answer in answers)
+
+
+def test_no_password_and_no_key_in_any_line_or_answer_of_a_faulty_run(start_api, start_simulator, failing_simulator,
+                                                                      own_database):
+    """Bad DATABASE_URLs, the database lost while running, provider errors, hangs and quota: nothing shows a secret."""
+    password, key = f"pw-{uuid.uuid4().hex}", f"sk-secret-{uuid.uuid4().hex}"
+    seen: list[str] = []  # every line printed or logged, every answer
+    for url in [f"postgresql+psycopg://lab:{password}@127.0.0.1:5432/lab", f"postgresql://lab:{password}@[::1/lab",
+                f"postgresql://lab:{password}%zz@127.0.0.1/lab", f"host=127.0.0.1 user=lab password='{password}",
+                f"postgresql://lab:{password}@127.0.0.1:{stack.free_port()}/lab",
+                f"host=127.0.0.1 port={stack.free_port()} user=lab password={password}"]:
+        started = subprocess.run([sys.executable, "-m", "uvicorn", "ticket_api.main:app", "--port", str(stack.free_port())],
+                                 cwd=stack.PROJECT_ROOT, env={**os.environ, "DATABASE_URL": url}, capture_output=True,
+                                 text=True, timeout=60)
+        assert started.returncode == 3
+        status = run_module("scripts.db", "status", env={"DATABASE_URL": url})
+        assert status.returncode == 2
+        seen += [started.stdout, started.stderr, status.stdout, status.stderr]
+    with_password = [own_database.dsn.replace("postgres:@", f"postgres:{password}@", 1),  # the URL form
+                     make_conninfo(own_database.dsn, password=password)]  # the key=value form
+    env = {"PROVIDER_API_KEY": key, "LOG_LEVEL": "DEBUG", "PROVIDER_TIMEOUT_S": "0.5"}
+    errors_and_hangs = start_simulator("--error-rate", "0.4", "--hang-rate", "0.3", "--hang-s", "2", "--seed", "5")
+    apis = [start_api(f"{simulator.url}/v1", DATABASE_URL=dsn, **env)
+            for simulator, dsn in zip((errors_and_hangs, failing_simulator), with_password)]
+    answers = [answer for api in apis for answer in post_all(api.url, [marked_ticket(1) for _ in range(8)], 4)]
+    assert {"ai_busy", "ai_unavailable", "ai_timeout"} <= {answer.json().get("error") for answer in answers}
+    assert stop_embedded(own_database.pgdata)
+    try:
+        for api in apis:
+            lost = post_all(api.url, [marked_ticket(1)], 1) + [httpx.get(f"{api.url}/v1/tickets/1", timeout=30)]
+            assert [answer.json() for answer in lost] == [{"error": "db_unavailable",
+                                                            "detail": "the database is unavailable"}] * 2
+            answers += lost
+    finally:
+        embedded_dsn(own_database.pgdata)
+    for api in apis:
+        api.stop()
+        log = api.log_path.read_text()
+        assert "db_unavailable: " in log and "HTTP Request: POST" in log  # the causes went to the log
+        seen.append(log)
+    seen += [answer.text + str(answer.headers) for answer in answers]
+    assert not [text for text in seen if password in text or key in text]
 
 
 def test_settings_never_show_the_key():
