@@ -188,8 +188,10 @@ def report(levels: list[Level], ticket_s: float, ticket_error_s: float, client: 
     rows = [[lv.mode, lv.users, f"{lv.tickets_per_s:.2f}", f"{lv.limit:.2f}", f"{lv.ratio:.0%}", f"{lv.p50_ms:,.0f}",
              f"{lv.p95_ms:,.0f}", f"{lv.cpu_ms_per_ticket['api']:.1f}", f"{sum(lv.cpu_ms_per_ticket.values()):.1f}",
              f"{lv.health_p99_ms:.1f}", lv.failed] for lv in levels]
-    lines = [f"event loop: {loop}; async client: {client}; T (one ticket, 2 users) = {ticket_s * 1000:,.0f} ± {ticket_error_s * 1000:.0f} ms "
-             f"(standard error; the limits share its uncertainty, ±{ticket_error_s / ticket_s:.1%}); limit = users / T", "",
+    lines = [f"event loop: {loop}; async client: {client}; "
+             f"T (one ticket, 2 users) = {ticket_s * 1000:,.0f} ± {ticket_error_s * 1000:.0f} ms "
+             f"(standard error; the limits share its uncertainty, ±{ticket_error_s / ticket_s:.1%}); limit = users / T",
+             "",
              format_table(headers, rows), "", "targets:"]
     for lv in levels:
         if lv.mode == "async" and lv.users in TARGETS:
@@ -252,7 +254,8 @@ def main() -> int:
               "ticket_error_s": ticket_error_s, "levels": [asdict(level) for level in levels],
               "measured_at": time.strftime("%Y-%m-%d %H:%M")}
     (folder / "bench.json").write_text(json.dumps(result, indent=2))
-    print(json.dumps(result) if args.json else f"{machine()}\n{report(levels, ticket_s, ticket_error_s, args.async_client, args.loop)}")
+    table = report(levels, ticket_s, ticket_error_s, args.async_client, args.loop)
+    print(json.dumps(result) if args.json else f"{machine()}\n{table}")
     if args.profile and not args.json:
         print(f"\nthe API's event-loop thread at {users[-1]} users, share of samples by the package running "
               f"(py-spy, {folder / 'profile.txt'}):")

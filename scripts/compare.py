@@ -83,7 +83,7 @@ def render(rows: list[dict], passes: int, speed: float) -> str:
                       shown_ms(row["health_slowest_ms"]), "|",
                       f"{course['total_s']:.1f} s", str(course["health_answers"]),
                       shown_ms(course["health_median_ms"]), shown_ms(course["health_slowest_ms"])])
-    where = "and event loop" if several else f"on {loops[0]}'s event loop" if loops[0] == "asyncio" else f"on {loops[0]}"
+    where = "and event loop" if several else {"asyncio": "on asyncio's event loop", "uvloop": "on uvloop"}[loops[0]]
     title = f"scripts.stall per INTAKE_MODE {where}, median of {passes} pass{'es' if passes > 1 else ''}"
     title += "; course: median of 5 passes" if speed == 1 else f" at simulator speed {speed:g} (the course ran at 1)"
     return title + "\n" + format_table(headers, lines)

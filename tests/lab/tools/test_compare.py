@@ -94,3 +94,9 @@ def test_sigterm_stops_the_comparison_and_everything_it_started(lab_database_url
     assert process.returncode == 130
     assert rest.strip().endswith("interrupted") and "Traceback" not in rest
     assert len(urls) == 2 and not any(listening(url) for url in urls)
+
+
+def test_unknown_loops_are_a_usage_error():
+    result = run_module("scripts.compare", "--loop", "asyncio,trio")
+    assert result.returncode == 2
+    assert "'trio': give asyncio or uvloop" in result.stderr
