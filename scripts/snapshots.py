@@ -195,7 +195,11 @@ def check_suites_and_lessons(workdir: Path, speed: float) -> list[str]:
 
 
 def check_command(project: Path, command: dict, speed: float, database_url: str) -> list[str]:
-    """Run one lesson command against a live stack made of `project`; compare its --json with `expect`."""
+    """Run one lesson command against a live stack made of `project`; compare its --json with `expect`.
+
+    A command's own `speed` in lessons.toml wins over the check's.
+    """
+    speed = command.get("speed", speed)
     env = {**command.get("api_env", {}), "DATABASE_URL": database_url}
     try:
         with stack.simulator(speed=speed, quota=0, cwd=project) as simulator:

@@ -70,7 +70,7 @@ def test_a_quick_comparison_shows_the_stall_writes_its_files_and_stops_everythin
     names = sorted(os.path.basename(path) for path in figures["files"])
     assert names == ["compare.csv", "compare.json", "health-medians.svg", "timeline-async.svg",
                      "timeline-blocking.svg", "timeline-thread.svg"]
-    assert (tmp_path / "compare.csv").read_text().splitlines()[1].startswith("blocking,1,")
+    assert (tmp_path / "compare.csv").read_text().splitlines()[1].startswith("blocking,asyncio,1,")
     assert not any(listening(row["api_url"]) or listening(row["simulator_url"]) for row in rows.values())
     assert "blocking, pass 1/1" in result.stderr
 
