@@ -1,5 +1,6 @@
 """Connections to PostgreSQL: from a psycopg pool, or a fresh one for every use (DB_POOL=false)."""
 
+import selectors
 import threading
 import time
 from contextlib import contextmanager
@@ -8,6 +9,7 @@ from typing import Iterator
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
+from psycopg.pq import TransactionStatus
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ticket_api.config import Settings
@@ -20,12 +22,49 @@ PROBE_EVERY_S = 1.0
 
 
 class CountingCursor(psycopg.Cursor):
-    """A cursor that counts every SQL statement it runs for the request log's `queries=N`."""
+    """A cursor that counts, for the request log's `queries=N`, each statement it sends and the BEGIN before it."""
 
     def execute(self, query, params=None, **kwargs):  # type: ignore[override]
-        if query:  # the pool's liveness check sends an empty statement: a round trip, not a query
-            count_query()
+        if not self.connection.autocommit and self.connection.pgconn.transaction_status == TransactionStatus.IDLE:
+            count_query()  # psycopg opens the transaction first: BEGIN is a statement of its own
+        count_query()
         return super().execute(query, params, **kwargs)
+
+
+class CountingConnection(psycopg.Connection):
+    """A connection whose statements are all counted: its cursors' queries, BEGIN, COMMIT and ROLLBACK."""
+
+    @classmethod
+    def connect(cls, conninfo: str = "", **kwargs):
+        """psycopg's connect() with counting cursors and no server-side prepared statements."""
+        # Prepared statements would make psycopg send DEALLOCATE ALL after a rollback, a statement
+        # nobody asked for; without them, PostgreSQL receives exactly what is counted.
+        return super().connect(conninfo, cursor_factory=CountingCursor, prepare_threshold=None, **kwargs)
+
+    def commit(self) -> None:
+        """Commit, counted if there is a transaction to commit (psycopg sends nothing otherwise)."""
+        if self.pgconn.transaction_status != TransactionStatus.IDLE:
+            count_query()
+        super().commit()
+
+    def rollback(self) -> None:
+        """Roll back, counted if there is a transaction to roll back (psycopg sends nothing otherwise)."""
+        if self.pgconn.transaction_status != TransactionStatus.IDLE:
+            count_query()
+        super().rollback()
+
+
+def check_connection(conn: psycopg.Connection) -> None:
+    """The pool's check of a connection it lends, sending nothing: one the server spoke to while idle is closed."""
+    # An idle connection receives nothing unless the server is closing it (a restart, a terminated
+    # backend, idle_session_timeout), so a readable socket means it is gone; the pool replaces it.
+    # psycopg's own check would send an empty query, which PostgreSQL logs as a statement.
+    with selectors.DefaultSelector() as selector:  # not select.select(): it fails on descriptors past 1023
+        selector.register(conn.fileno(), selectors.EVENT_READ)
+        spoke = selector.select(timeout=0)
+    if spoke:
+        conn.close()
+        raise psycopg.OperationalError("the server closed the connection while it was idle in the pool")
 
 
 def resolve_dsn(settings: Settings) -> str:
@@ -82,8 +121,9 @@ class Database:
                 min_size=min(settings.db_pool_min_size, settings.db_pool_max_size),
                 max_size=settings.db_pool_max_size,
                 timeout=settings.db_pool_timeout_s,
-                kwargs={"cursor_factory": CountingCursor, "connect_timeout": CONNECT_TIMEOUT_S},
-                check=ConnectionPool.check_connection,
+                connection_class=CountingConnection,
+                kwargs={"connect_timeout": CONNECT_TIMEOUT_S},
+                check=check_connection,
                 name="ticket_api",
                 open=False,
             )
@@ -115,7 +155,7 @@ class Database:
         """A connection in a transaction: committed when the block ends, rolled back if it raises."""
         try:
             if self.pool is None:
-                with psycopg.connect(self.dsn, cursor_factory=CountingCursor, connect_timeout=CONNECT_TIMEOUT_S) as conn:
+                with CountingConnection.connect(self.dsn, connect_timeout=CONNECT_TIMEOUT_S) as conn:
                     yield conn
             else:
                 with self._counted("waiting"):
