@@ -13,6 +13,7 @@ from httpx_aiohttp import AiohttpTransport
 
 from ticket_api.config import Settings
 from ticket_api.errors import ProviderBusy, ProviderTimeout, ProviderUnavailable
+from ticket_api.timing import note_provider_call
 
 JSON_HEADERS = {"Content-Type": "application/json"}
 
@@ -71,11 +72,14 @@ class Provider:
 
     @contextmanager
     def _counted(self) -> Iterator[None]:
+        """Count the call in `in_flight` and note its start and end for the request (X-Provider-Calls)."""
         with self._lock:
             self.in_flight += 1
+        started = time.perf_counter()
         try:
             yield
         finally:
+            note_provider_call(started)
             with self._lock:
                 self.in_flight -= 1
 

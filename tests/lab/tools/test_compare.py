@@ -71,6 +71,9 @@ def test_a_quick_comparison_shows_the_stall_writes_its_files_and_stops_everythin
     assert names == ["compare.csv", "compare.json", "health-medians.svg", "timeline-async.svg",
                      "timeline-blocking.svg", "timeline-thread.svg"]
     assert (tmp_path / "compare.csv").read_text().splitlines()[1].startswith("blocking,asyncio,1,")
+    runs = json.loads((tmp_path / "compare.json").read_text())["runs"]
+    assert all(len(ticket["provider_calls"]) == 3 for passes in runs.values() for ticket in passes[0]["ticket_runs"])
+    assert 'id="ticket-8-call-3"' in (tmp_path / "timeline-thread.svg").read_text()
     assert not any(listening(row["api_url"]) or listening(row["simulator_url"]) for row in rows.values())
     assert "blocking, pass 1/1" in result.stderr
 

@@ -87,10 +87,12 @@ def test_the_command_prints_two_lines_and_draws_the_timeline(served_api, tmp_pat
     assert result.returncode == 0, result.stderr
     assert TWO_LINES.fullmatch(result.stdout)
     assert timeline.read_text().lstrip().startswith("<?xml") and "ticket 8" in timeline.read_text()
+    # A fake provider makes no HTTP call, so the API reports no provider calls and the chart makes none up.
+    assert "answer without X-Provider-Calls" in timeline.read_text()
     figures = json.loads(as_json.stdout)
     assert figures["statuses"] == [201] and figures["tickets"] == 3 and figures["concurrency"] == 2
     assert [run["ticket"] for run in figures["ticket_runs"]] == [1, 2, 3]
-    assert all(run["end_s"] > run["start_s"] for run in figures["ticket_runs"])
+    assert all(run["end_s"] > run["start_s"] and run["provider_calls"] == [] for run in figures["ticket_runs"])
     assert all(set(probe) == {"start_s", "ms"} for probe in figures["probes"])
 
 
