@@ -31,4 +31,4 @@ def test_on_uvloop_the_api_warns_that_blocking_mode_differs_from_the_course(data
     warnings = [line for line in lines if line.startswith("WARNING")]
     assert len(warnings) == 1
     assert "INTAKE_MODE=blocking's /health figures differ from the course's" in warnings[0]
-    assert "python -m pip uninstall uvloop" in warnings[0] and "--loop asyncio" in warnings[0]
+    assert "python -m pip uninstall -y uvloop" in warnings[0] and "--loop asyncio" in warnings[0]
