@@ -14,7 +14,7 @@ from ticket_api.metrics import Metrics
 from ticket_api.middleware import BodyLimit, OneLineStartupErrors
 from ticket_api.provider import Provider, warn_if_unreachable
 from ticket_api.requestlog import RequestLog, configure_logging
-from ticket_api.watchdog import LoopWatchdog
+from ticket_api.watchdog import LoopWatchdog, announce_event_loop
 
 MAX_BODY_BYTES = 64 * 1024  # a ticket is at most ~5 KB of JSON; larger bodies get 413
 
@@ -27,6 +27,7 @@ def create_app(settings: Settings | None = None, provider=None) -> FastAPI:
     async def lifespan(app: FastAPI):
         app.state.settings = settings or load_settings()
         configure_logging(app.state.settings.log_level)
+        announce_event_loop()
         limit_server(app.state.settings)
         to_thread.current_default_thread_limiter().total_tokens = app.state.settings.thread_limit
         dsn = await to_thread.run_sync(resolve_dsn, app.state.settings)

@@ -8,6 +8,7 @@ import re
 import socket
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -262,8 +263,11 @@ def test_an_unsafe_request_id_is_replaced_before_it_is_echoed_or_logged(logged_a
     assert status_line.startswith(b"HTTP/1.1 200")
     echoed = [line.split(b":", 1)[1].strip() for line in header_lines if line.lower().startswith(b"x-request-id:")]
     assert len(echoed) == 1 and echoed[0] != sent and SAFE_REQUEST_ID.fullmatch(echoed[0].decode())
-    logged = [record.getMessage() for record in caplog.records if "GET /health" in record.getMessage()]
-    assert logged and logged[-1].endswith(f"id={echoed[0].decode()}")
+    deadline = time.monotonic() + 5  # the line is logged once the answer is sent: it may come after the answer
+    while not (logged := [r.getMessage() for r in caplog.records if "GET /health" in r.getMessage()]):
+        assert time.monotonic() < deadline, "no request line logged"
+        time.sleep(0.01)
+    assert logged[-1].endswith(f"id={echoed[0].decode()}")
 
 
 def test_a_safe_request_id_is_echoed_and_logged(logged_api, caplog):
