@@ -45,7 +45,8 @@ def run(app, sock: socket.socket, log_level: str, access_log: bool) -> None:
     """
     config = uvicorn.Config(
         app,
-        # uvloop and httptools when installed (uvicorn[standard]; no uvloop on Windows), else asyncio and h11.
+        # uvloop when installed (the lab's `uvloop` extra; never on Windows), else asyncio's own loop;
+        # httptools when installed, else h11.
         loop="auto",
         http="auto",
         lifespan="off",
