@@ -4,7 +4,8 @@ The course's steady load, 8 users for 40 seconds, from the project folder (the A
 
     locust -f locustfiles/tickets.py --headless -u 8 -r 8 -t 40s --host http://127.0.0.1:8000
 
-Without --headless, Locust serves its web UI on http://localhost:8089. Only 201 counts as a
+Without --headless, Locust serves its web UI on http://127.0.0.1:8089 (this machine only:
+`[tool.locust]` in pyproject.toml; from another folder, add --web-host 127.0.0.1). Only 201 counts as a
 success; every other answer is a failure named by the API's error code, such as `ai_busy (503)`.
 TICKETS_READ_WEIGHT=N adds a light task that reads a customer's tickets, N per 10 new tickets
 (off by default). `python -m scripts.capacity` runs this file for every INTAKE_MODE.

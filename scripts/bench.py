@@ -5,10 +5,12 @@ T is the time of one ticket (Little's law). The bench measures T with 2 users, t
 at 8, 128 and 256 users and thread intake at 128, all on this machine: load generator, simulator
 (speed 1, quota off), PostgreSQL and API together. It prints each level's tickets per second, the
 limit and the ratio, latencies, the CPU each process spent per ticket and /health's p99, and
-checks the lab's targets.
+checks the lab's targets. The API and the load generator run on asyncio's own event loop, as
+the course did, unless --loop uvloop.
 """
 
 import argparse
+import asyncio
 import json
 import os
 import platform
@@ -25,10 +27,9 @@ from typing import Iterator
 
 import orjson
 import psutil
-import uvloop
 
 from scripts.cli import CommandError, parse_levels, progress, run
-from scripts.lab_stack import Clock, format_table, output_folder, running_lab
+from scripts.lab_stack import Clock, event_loop, format_table, output_folder, running_lab
 from scripts.measure import percentile, server_timing
 from scripts.dataset import random_ticket
 from simulator.loadgen import run_load
@@ -97,15 +98,24 @@ def cpu_seconds(groups: dict[str, list[psutil.Process]]) -> dict[str, float]:
     return totals
 
 
-def measure(mode: str, users: int, duration_s: float, ticket_s: float, api, groups,
+def run_on(loop: str):
+    """`asyncio.run`, or `uvloop.run` for loop="uvloop": what runs the load generator."""
+    if loop == "uvloop":
+        import uvloop  # the optional extra; event_loop() has checked that it is installed
+
+        return uvloop.run
+    return asyncio.run
+
+
+def measure(mode: str, users: int, duration_s: float, ticket_s: float, api, groups, loop: str,
             profile_to: Path | None = None) -> Level:
     """Drive `users` closed-loop users for `duration_s` after a ramp of one ticket time."""
     progress(f"  {mode}, {users} users: {ticket_s:.1f} s ramp + {duration_s:g} s")
     host, port = "127.0.0.1", api.port
     cpu_before = cpu_seconds(groups)
     with sampled(api.process.pid, profile_to, ticket_s, duration_s):
-        load = uvloop.run(run_load(host, port, users, duration_s, HEALTH_INTERVAL_S, ramp_s=ticket_s,
-                                   requests=ticket_requests(host, port), capture=b"server-timing"))
+        load = run_on(loop)(run_load(host, port, users, duration_s, HEALTH_INTERVAL_S, ramp_s=ticket_s,
+                                     requests=ticket_requests(host, port), capture=b"server-timing"))
     cpu_after = cpu_seconds(groups)
     # Tickets that ended inside the measured window, whenever they started: a closed loop's throughput.
     window_end = load["measure_from"] + duration_s
@@ -162,24 +172,26 @@ def top_of_profile(path: Path, count: int = 12) -> list[str]:
     return [f"{n / samples:6.1%}  {package}" for package, n in ranked[:count]]
 
 
-def calibrate(api, duration_s: float) -> tuple[float, float]:
+def calibrate(api, duration_s: float, loop: str) -> tuple[float, float]:
     """T, the mean time of one ticket with 2 users (nothing waits but for the provider), and its standard error."""
     progress(f"  calibration: 2 users for {duration_s:g} s")
-    load = uvloop.run(run_load("127.0.0.1", api.port, 2, duration_s, 0, ramp_s=1.0,
-                               requests=ticket_requests("127.0.0.1", api.port)))
+    load = run_on(loop)(run_load("127.0.0.1", api.port, 2, duration_s, 0, ramp_s=1.0,
+                                 requests=ticket_requests("127.0.0.1", api.port)))
     times = [end - start for start, end, status, _ in load["calls"] if status == 201]
     return statistics.fmean(times), statistics.stdev(times) / len(times) ** 0.5
 
 
-def report(levels: list[Level], ticket_s: float, ticket_error_s: float, client: str) -> str:
+def report(levels: list[Level], ticket_s: float, ticket_error_s: float, client: str, loop: str) -> str:
     """The table and the targets."""
     headers = ["mode", "users", "tickets/s", "limit", "of limit", "p50 ms", "p95 ms", "API CPU ms/ticket",
                "all CPU ms/ticket", "/health p99 ms", "failed"]
     rows = [[lv.mode, lv.users, f"{lv.tickets_per_s:.2f}", f"{lv.limit:.2f}", f"{lv.ratio:.0%}", f"{lv.p50_ms:,.0f}",
              f"{lv.p95_ms:,.0f}", f"{lv.cpu_ms_per_ticket['api']:.1f}", f"{sum(lv.cpu_ms_per_ticket.values()):.1f}",
              f"{lv.health_p99_ms:.1f}", lv.failed] for lv in levels]
-    lines = [f"async client: {client}; T (one ticket, 2 users) = {ticket_s * 1000:,.0f} ± {ticket_error_s * 1000:.0f} ms "
-             f"(standard error; the limits share its uncertainty, ±{ticket_error_s / ticket_s:.1%}); limit = users / T", "",
+    lines = [f"event loop: {loop}; async client: {client}; "
+             f"T (one ticket, 2 users) = {ticket_s * 1000:,.0f} ± {ticket_error_s * 1000:.0f} ms "
+             f"(standard error; the limits share its uncertainty, ±{ticket_error_s / ticket_s:.1%}); limit = users / T",
+             "",
              format_table(headers, rows), "", "targets:"]
     for lv in levels:
         if lv.mode == "async" and lv.users in TARGETS:
@@ -214,6 +226,8 @@ def main() -> int:
     parser.add_argument("--calibration", type=float, default=60, help="seconds of the 2-user run (default %(default)s)")
     parser.add_argument("--async-client", choices=["aiohttp", "httpx"], default="aiohttp",
                         help="the API's PROVIDER_ASYNC_CLIENT (default %(default)s)")
+    parser.add_argument("--loop", type=event_loop, default="asyncio",
+                        help="the event loop of the API and of the load generator: asyncio (default) or uvloop")
     parser.add_argument("--profile", action="store_true",
                         help="sample the API with py-spy at the last async level; print its busiest functions")
     parser.add_argument("--out", help="folder for bench.json (default .lab/bench-DATE-TIME)")
@@ -225,22 +239,23 @@ def main() -> int:
     levels: list[Level] = []
     progress(f"bench on {machine()}")
     with running_lab(1.0, folder / "logs", clock) as lab:
-        with lab.api("async", env={"PROVIDER_ASYNC_CLIENT": args.async_client}) as api:
+        with lab.api("async", env={"PROVIDER_ASYNC_CLIENT": args.async_client}, loop=args.loop) as api:
             groups = processes(api.process.pid, lab.simulator.process.pid)
-            ticket_s, ticket_error_s = calibrate(api, args.calibration)
+            ticket_s, ticket_error_s = calibrate(api, args.calibration, args.loop)
             for count in users:
                 profile_to = folder / "profile.txt" if args.profile and count == users[-1] else None
-                levels.append(measure("async", count, args.duration, ticket_s, api, groups, profile_to))
+                levels.append(measure("async", count, args.duration, ticket_s, api, groups, args.loop, profile_to))
         if args.thread_users:
             # 40 connections, so that the thread limiter (THREAD_LIMIT=40), not the pool, is the ceiling.
-            with lab.api("thread", env={"DB_POOL_MAX_SIZE": "40", "DB_POOL_TIMEOUT_S": "60"}) as api:
+            with lab.api("thread", env={"DB_POOL_MAX_SIZE": "40", "DB_POOL_TIMEOUT_S": "60"}, loop=args.loop) as api:
                 groups = processes(api.process.pid, lab.simulator.process.pid)
-                levels.append(measure("thread", args.thread_users, args.duration, ticket_s, api, groups))
-    result = {"machine": machine(), "async_client": args.async_client, "ticket_s": ticket_s,
+                levels.append(measure("thread", args.thread_users, args.duration, ticket_s, api, groups, args.loop))
+    result = {"machine": machine(), "loop": args.loop, "async_client": args.async_client, "ticket_s": ticket_s,
               "ticket_error_s": ticket_error_s, "levels": [asdict(level) for level in levels],
               "measured_at": time.strftime("%Y-%m-%d %H:%M")}
     (folder / "bench.json").write_text(json.dumps(result, indent=2))
-    print(json.dumps(result) if args.json else f"{machine()}\n{report(levels, ticket_s, ticket_error_s, args.async_client)}")
+    table = report(levels, ticket_s, ticket_error_s, args.async_client, args.loop)
+    print(json.dumps(result) if args.json else f"{machine()}\n{table}")
     if args.profile and not args.json:
         print(f"\nthe API's event-loop thread at {users[-1]} users, share of samples by the package running "
               f"(py-spy, {folder / 'profile.txt'}):")

@@ -20,7 +20,7 @@ import psutil
 from scripts import charts, stack
 from scripts.cli import CommandError, parse_levels, positive_float, positive_int, progress, run
 from scripts.lab_stack import (
-    Clock, format_table, output_folder, parse_modes, running_lab,
+    Clock, event_loop, format_table, output_folder, parse_modes, running_lab,
 )
 
 
@@ -113,7 +113,7 @@ def measure_modes(lab, args: argparse.Namespace, folder, clock: Clock) -> list[d
     (folder / "locust").mkdir(exist_ok=True)
     for mode in args.modes:
         progress(f"[{clock}] {mode}: starting the simulator and the API ({args.api_workers} process(es))")
-        with lab.api(mode, workers=args.api_workers) as api:
+        with lab.api(mode, workers=args.api_workers, loop=args.loop) as api:
             for users in args.users:
                 for number in range(1, args.passes + 1):
                     label = f"{mode}, {users} users, pass {number}/{args.passes}"
@@ -125,7 +125,7 @@ def measure_modes(lab, args: argparse.Namespace, folder, clock: Clock) -> list[d
                     api_cpu_s = cpu_seconds(api.process.pid) - api_cpu_before
                     saved, provider_s = lab.provider_time(before_id)
                     limit = users / provider_s if provider_s else None
-                    runs.append({"mode": mode, "users": users, "pass": number, "api_url": api.url,
+                    runs.append({"mode": mode, "loop": args.loop, "users": users, "pass": number, "api_url": api.url,
                                  "simulator_url": lab.simulator.url, **figures,
                                  "tickets_saved": saved, "provider_s_per_ticket": provider_s, "limit_per_s": limit,
                                  "of_limit": figures["tickets_per_s"] / limit if limit else None,
@@ -212,6 +212,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=0,
                         help="Locust worker processes under one master, for loads one process can't make (default 0)")
     parser.add_argument("--speed", type=positive_float, default=1.0, help="the simulator's speed (default 1)")
+    parser.add_argument("--loop", type=event_loop, default="asyncio",
+                        help="the API's event loop: asyncio (the course's, default) or uvloop")
     parser.add_argument("--out", help="output folder (default .lab/capacity-DATE-TIME)")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON instead of the table")
     args = parser.parse_args(argv)

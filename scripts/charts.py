@@ -29,7 +29,9 @@ def draw_health_medians(rows: list[dict], path: str, note: str = "") -> None:
     axes.set_yscale("log")
     axes.set_ylim(0.5, 60_000)
     axes.set_yticks([1, 10, 100, 1000, 10_000], ["1 ms", "10 ms", "100 ms", "1 s", "10 s"])
-    axes.set_xticks(range(len(rows)), [row["mode"] for row in rows])
+    several_loops = len({row.get("loop") for row in rows}) > 1
+    axes.set_xticks(range(len(rows)), [f"{row['mode']}\non {row['loop']}" if several_loops else row["mode"]
+                                       for row in rows])
     axes.set_xlabel("INTAKE_MODE")
     axes.set_ylabel("median time of GET /health (log scale)")
     axes.set_title(f"GET /health while 8 tickets are created, 4 at a time{note}", fontsize=10)

@@ -1,8 +1,9 @@
 """The course's comparison from nothing running: `python -m scripts.compare`.
 
-It starts the database, then a simulator (quota off) and the API for each INTAKE_MODE in turn, runs
-scripts.stall against each, prints the table beside the course's figures, and writes the figures
-(JSON, CSV), the chart of /health medians and one timeline per mode to an output folder.
+It starts the database, then a simulator (quota off) and the API for each INTAKE_MODE in turn (on
+asyncio's event loop, or on each loop of --loop), runs scripts.stall against each, prints the table
+beside the course's figures, and writes the figures (JSON, CSV), the chart of /health medians and
+one timeline per mode and loop to an output folder.
 """
 
 import argparse
@@ -13,7 +14,7 @@ import statistics
 
 from scripts import charts
 from scripts.cli import CommandError, positive_float, positive_int, progress, run
-from scripts.lab_stack import Clock, format_table, output_folder, parse_modes, running_lab
+from scripts.lab_stack import Clock, format_table, output_folder, parse_loops, parse_modes, run_name, running_lab
 
 from scripts.stall import draw_timeline, load_pyplot, measure_stall
 
@@ -26,27 +27,33 @@ COURSE = {
 FIGURES = ("total_s", "health_answers", "health_median_ms", "health_slowest_ms")
 
 
-def measure_modes(lab, modes: list[str], passes: int, interval_s: float, seed: int | None, clock: Clock) -> dict:
-    """Every pass of scripts.stall against the API in each mode: {mode: [result, ...]}."""
+def measure_modes(lab, modes: list[str], loops: list[str], passes: int, interval_s: float, seed: int | None,
+                  clock: Clock) -> dict:
+    """Every pass of scripts.stall against the API in each mode, on each loop: {run_name: [result, ...]}."""
     runs = {}
     for mode in modes:
-        with lab.api(mode) as api:
-            runs[mode] = []
-            for number in range(1, passes + 1):
-                progress(f"[{clock}] {mode}, pass {number}/{passes}: 8 tickets, 4 at a time ...")
-                pass_seed = None if seed is None else seed + number
-                result = asyncio.run(measure_stall(api.url, interval_s=interval_s, seed=pass_seed))
-                runs[mode].append({"mode": mode, "pass": number, "simulator_url": lab.simulator.url, **result})
-                progress(f"[{clock}] {mode}, pass {number}/{passes}: {result['total_s']:.1f} s, "
-                         f"/health median {shown_ms(result['health_median_ms'])}")
+        for loop in loops:
+            name = run_name(mode, loop)
+            with lab.api(mode, loop=loop) as api:
+                runs[name] = []
+                for number in range(1, passes + 1):
+                    progress(f"[{clock}] {name}, pass {number}/{passes}: 8 tickets, 4 at a time ...")
+                    pass_seed = None if seed is None else seed + number
+                    result = asyncio.run(measure_stall(api.url, interval_s=interval_s, seed=pass_seed))
+                    runs[name].append({"mode": mode, "loop": loop, "pass": number,
+                                       "simulator_url": lab.simulator.url, **result})
+                    progress(f"[{clock}] {name}, pass {number}/{passes}: {result['total_s']:.1f} s, "
+                             f"/health: {result['health_answers']} answers, median "
+                             f"{shown_ms(result['health_median_ms'])}, slowest {shown_ms(result['health_slowest_ms'])}")
     return runs
 
 
 def summarize(runs: dict) -> list[dict]:
-    """One row per mode: the median of each figure over its passes, next to the course's figures."""
+    """One row per mode and loop: the median of each figure over its passes, next to the course's figures."""
     rows = []
-    for mode, results in runs.items():
-        row = {"mode": mode, "passes": len(results), "api_url": results[0]["url"],
+    for results in runs.values():
+        mode = results[0]["mode"]
+        row = {"mode": mode, "loop": results[0]["loop"], "passes": len(results), "api_url": results[0]["url"],
                "simulator_url": results[0]["simulator_url"],
                "statuses": sorted({status for result in results for status in result["statuses"]})}
         for figure in FIGURES:
@@ -63,17 +70,21 @@ def shown_ms(ms: float | None) -> str:
 
 
 def render(rows: list[dict], passes: int, speed: float) -> str:
-    """The comparison table, the course's figures on the right."""
-    headers = ["INTAKE_MODE", "8 tickets", "/health answers", "median", "slowest", "|",
-               "course: 8 tickets", "answers", "median", "slowest"]
+    """The comparison table, the course's figures on the right; a loop column when several loops ran."""
+    loops = list(dict.fromkeys(row["loop"] for row in rows))
+    several = len(loops) > 1
+    headers = ["INTAKE_MODE", *(["loop"] if several else []), "8 tickets", "/health answers", "median", "slowest",
+               "|", "course: 8 tickets", "answers", "median", "slowest"]
     lines = []
     for row in rows:
         course = row["course"]
-        lines.append([row["mode"], f"{row['total_s']:.1f} s", f"{row['health_answers']:g}",
-                      shown_ms(row["health_median_ms"]), shown_ms(row["health_slowest_ms"]), "|",
+        lines.append([row["mode"], *([row["loop"]] if several else []), f"{row['total_s']:.1f} s",
+                      f"{row['health_answers']:g}", shown_ms(row["health_median_ms"]),
+                      shown_ms(row["health_slowest_ms"]), "|",
                       f"{course['total_s']:.1f} s", str(course["health_answers"]),
                       shown_ms(course["health_median_ms"]), shown_ms(course["health_slowest_ms"])])
-    title = f"scripts.stall per INTAKE_MODE, median of {passes} pass{'es' if passes > 1 else ''}"
+    where = "and event loop" if several else {"asyncio": "on asyncio's event loop", "uvloop": "on uvloop"}[loops[0]]
+    title = f"scripts.stall per INTAKE_MODE {where}, median of {passes} pass{'es' if passes > 1 else ''}"
     title += "; course: median of 5 passes" if speed == 1 else f" at simulator speed {speed:g} (the course ran at 1)"
     return title + "\n" + format_table(headers, lines)
 
@@ -84,18 +95,19 @@ def write_files(folder, rows: list[dict], runs: dict, speed: float, draw: bool) 
     written[0].write_text(json.dumps({"speed": speed, "rows": rows, "runs": runs}, indent=2))
     with open(written[1], "w", newline="") as file:
         writer = csv.writer(file)
-        writer.writerow(["mode", "passes", *FIGURES, *(f"course_{figure}" for figure in FIGURES)])
+        writer.writerow(["mode", "loop", "passes", *FIGURES, *(f"course_{figure}" for figure in FIGURES)])
         for row in rows:
-            writer.writerow([row["mode"], row["passes"], *(row[f] for f in FIGURES),
+            writer.writerow([row["mode"], row["loop"], row["passes"], *(row[f] for f in FIGURES),
                              *(row["course"][f] for f in FIGURES)])
     if draw:
         note = "" if speed == 1 else f" (speed {speed:g})"
         written.append(folder / "health-medians.svg")
         charts.draw_health_medians(rows, str(written[-1]), note)
-        for mode, results in runs.items():
+        for name, results in runs.items():
             typical = sorted(results, key=lambda result: result["total_s"])[len(results) // 2]
-            written.append(folder / f"timeline-{mode}.svg")
-            draw_timeline(typical, str(written[-1]), f"INTAKE_MODE={mode}: 8 tickets, 4 at a time, and GET /health")
+            written.append(folder / f"timeline-{name}.svg")
+            draw_timeline(typical, str(written[-1]), f"INTAKE_MODE={typical['mode']} on {typical['loop']}: "
+                                                     "8 tickets, 4 at a time, and GET /health")
     return [str(path) for path in written]
 
 
@@ -106,6 +118,9 @@ def main(argv: list[str] | None = None) -> int:
                                             "2 a port is in use, a start-up failed or bad arguments.")
     parser.add_argument("--modes", type=parse_modes, default=["blocking", "async", "thread"],
                         help="INTAKE_MODE values in the order to run (default blocking,async,thread)")
+    parser.add_argument("--loop", type=parse_loops, default=["asyncio"],
+                        help="the API's event loop: asyncio (the course's, default), uvloop, or asyncio,uvloop "
+                             "for a row per mode and loop")
     parser.add_argument("--passes", type=positive_int, default=1, help="runs per mode; the table shows medians (default 1)")
     parser.add_argument("--speed", type=positive_float, default=1.0,
                         help="the simulator's speed: 0.05 for a quick check (default 1, as in the course)")
@@ -125,7 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     folder = output_folder(args.out, "compare")
     clock = Clock()
     with running_lab(args.speed, folder / "logs", clock) as lab:
-        runs = measure_modes(lab, args.modes, args.passes, args.interval or 0.1 * args.speed, args.seed, clock)
+        runs = measure_modes(lab, args.modes, args.loop, args.passes, args.interval or 0.1 * args.speed, args.seed,
+                             clock)
     rows = summarize(runs)
     written = write_files(folder, rows, runs, args.speed, draw)
     if args.json:

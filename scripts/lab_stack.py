@@ -5,6 +5,7 @@
 """
 
 import argparse
+import importlib.util
 import time
 from contextlib import contextmanager
 from datetime import datetime
@@ -12,12 +13,13 @@ from pathlib import Path
 from typing import Iterator
 
 from scripts import stack
-from scripts.cli import progress
+from scripts.cli import CommandError, progress
 from scripts.db import init
 from ticket_api.config import load_settings
 from ticket_api.database import connect, resolve_dsn, shown_dsn
 
 MODES = ("blocking", "async", "thread")
+LOOPS = ("asyncio", "uvloop")  # asyncio's own loop is the course's; uvloop is the optional extra
 STOP_TIMEOUT_S = 10  # SIGKILL after this; every request has finished by then in these experiments
 
 
@@ -32,19 +34,23 @@ class Lab:
         self.simulator: stack.Service | None = None
 
     @contextmanager
-    def api(self, mode: str, workers: int = 1, env: dict[str, str] | None = None) -> Iterator[stack.Service]:
-        """The API in INTAKE_MODE=`mode` (and `env`) with `workers` processes, in front of a simulator of its own.
+    def api(self, mode: str, workers: int = 1, env: dict[str, str] | None = None,
+            loop: str = "asyncio") -> Iterator[stack.Service]:
+        """The API in INTAKE_MODE=`mode` (and `env`) on `loop` with `workers` processes, in front of a simulator
+        of its own.
 
         A fresh simulator per mode replays the same seeded provider latencies to every mode, so the
         modes differ only in how they wait.
         """
-        folder = self.log_dir / mode
+        name = run_name(mode, loop)
+        folder = self.log_dir / name
         with started(stack.simulator(speed=self.speed, quota=0, log_dir=folder)) as simulator:
             self.simulator = simulator
             settings = {"INTAKE_MODE": mode, "DATABASE_URL": self.dsn, **(env or {})}
-            with started(stack.api(f"{simulator.url}/v1", env=settings, workers=workers, log_dir=folder)) as api:
-                progress(f"[{self.clock}] {mode}: simulator at {simulator.url} (speed {self.speed:g}, quota off), "
-                         f"API at {api.url}")
+            with started(stack.api(f"{simulator.url}/v1", env=settings, workers=workers, log_dir=folder,
+                                   loop=loop)) as api:
+                progress(f"[{self.clock}] {name}: simulator at {simulator.url} (speed {self.speed:g}, quota off), "
+                         f"API at {api.url} on {loop}")
                 yield api
 
     def last_ticket_id(self) -> int:
@@ -94,6 +100,28 @@ def parse_modes(text: str) -> list[str]:
     if not modes or unknown:
         raise argparse.ArgumentTypeError(f"{text!r}: give one or more of {', '.join(MODES)}, separated by commas")
     return modes
+
+
+def run_name(mode: str, loop: str) -> str:
+    """`blocking` on asyncio's loop (the default), `blocking-uvloop` on uvloop: for progress lines and file names."""
+    return mode if loop == "asyncio" else f"{mode}-{loop}"
+
+
+def event_loop(text: str) -> str:
+    """`asyncio` or `uvloop` (an argparse type); uvloop must be installed, else CommandError (exit code 2)."""
+    if text not in LOOPS:
+        raise argparse.ArgumentTypeError(f"{text!r}: give {' or '.join(LOOPS)}")
+    if text == "uvloop" and importlib.util.find_spec("uvloop") is None:
+        raise CommandError('uvloop is not installed: python -m pip install -e ".[uvloop]" (macOS and Linux only)')
+    return text
+
+
+def parse_loops(text: str) -> list[str]:
+    """`asyncio,uvloop` as a list of event loops (an argparse type), each checked by event_loop()."""
+    loops = [event_loop(part.strip()) for part in text.split(",") if part.strip()]
+    if not loops:
+        raise argparse.ArgumentTypeError(f"{text!r}: give {' or '.join(LOOPS)}, or both separated by a comma")
+    return loops
 
 
 class Clock:

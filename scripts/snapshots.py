@@ -11,6 +11,7 @@ check  (a) the latest snapshot equals the root, the earlier one differs only whe
 import argparse
 import filecmp
 import json
+import operator
 import os
 import re
 import shutil
@@ -38,6 +39,7 @@ ROOT_ONLY = {"scripts/snapshots.py", "scripts/lessons_readme.py", "scripts/compa
              "scripts/charts.py", "scripts/bench.py", "scripts/soak.py", "scripts/lab_stack.py", "tests/lab"}
 OWN_README = "README.md"  # each snapshot has its own, written for the student's project at that point
 SUITE_TIMEOUT_S = 900
+COMPARISONS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 
 
 @dataclass
@@ -193,7 +195,11 @@ def check_suites_and_lessons(workdir: Path, speed: float) -> list[str]:
 
 
 def check_command(project: Path, command: dict, speed: float, database_url: str) -> list[str]:
-    """Run one lesson command against a live stack made of `project`; compare its --json with `expect`."""
+    """Run one lesson command against a live stack made of `project`; compare its --json with `expect`.
+
+    A command's own `speed` in lessons.toml wins over the check's.
+    """
+    speed = command.get("speed", speed)
     env = {**command.get("api_env", {}), "DATABASE_URL": database_url}
     try:
         with stack.simulator(speed=speed, quota=0, cwd=project) as simulator:
@@ -211,7 +217,8 @@ def check_command(project: Path, command: dict, speed: float, database_url: str)
 
 
 def shape_problems(figures: dict, expect: dict, speed: float) -> list[str]:
-    """Compare figures with an `expect` table: equal lists, "< x" / "> x" bounds, "scaled" by the speed."""
+    """Compare figures with an `expect` table: equal lists, "< x" / "<= x" / "> x" / ">= x" bounds and
+    "a to b" ranges (both ends included); bounds marked "scaled" are multiplied by the speed."""
     problems = []
     for key, wanted in expect.items():
         actual = figures.get(key)
@@ -219,10 +226,18 @@ def shape_problems(figures: dict, expect: dict, speed: float) -> list[str]:
             if actual != wanted:
                 problems.append(f"{key} is {actual}, expected {wanted}")
             continue
-        operator, bound, *scaled = wanted.split()
-        limit = float(bound) * (speed if scaled == ["scaled"] else 1)
-        if actual is None or not (actual < limit if operator == "<" else actual > limit):
-            problems.append(f"{key} is {actual}, expected {operator} {limit:g}")
+        words = wanted.split()
+        scale = speed if words[-1] == "scaled" else 1
+        words = words[:-1] if words[-1] == "scaled" else words
+        if len(words) == 3 and words[1] == "to":
+            low, high = float(words[0]) * scale, float(words[2]) * scale
+            holds, shown = actual is not None and low <= actual <= high, f"{low:g} to {high:g}"
+        else:
+            comparison, bound = words
+            limit = float(bound) * scale
+            holds, shown = actual is not None and COMPARISONS[comparison](actual, limit), f"{comparison} {limit:g}"
+        if not holds:
+            problems.append(f"{key} is {actual}, expected {shown}")
     return problems
 
 

@@ -1,6 +1,8 @@
 """Settings: one class, read from the environment and a `.env` file (the environment wins)."""
 
+import re
 from typing import Literal
+from urllib.parse import urlsplit
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
@@ -8,6 +10,12 @@ from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ticket_api.errors import StartupError
+
+HOUR_S = 3600  # the longest any timeout may be: a bound, so that `inf` or `1e400` cannot get through
+# The password of a PostgreSQL URL (`://user:password@`) or of a key=value string (`password=...`),
+# found in any text, even a malformed one: what hide_password() replaces.
+URL_PASSWORD = re.compile(r"(://[^\s/:@]*:).*@")
+KEY_VALUE_PASSWORD = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'?|[^\s&]*)", re.IGNORECASE)
 
 
 class Settings(BaseSettings):
@@ -17,40 +25,68 @@ class Settings(BaseSettings):
 
     database_url: str | None = None
     db_pool: bool = True
-    db_pool_min_size: int = Field(2, ge=0)
-    db_pool_max_size: int = Field(10, ge=1)
-    db_pool_timeout_s: float = Field(5.0, gt=0)
+    db_pool_min_size: int = Field(2, ge=0, le=1000)
+    db_pool_max_size: int = Field(10, ge=1, le=1000)
+    db_pool_timeout_s: float = Field(5.0, gt=0, le=HOUR_S)
     provider_url: str = "http://127.0.0.1:8100/v1"
     provider_api_key: SecretStr = SecretStr("sk-lab-local")
-    provider_timeout_s: float = Field(30.0, gt=0)
-    provider_max_connections: int = Field(1024, ge=1)
+    provider_timeout_s: float = Field(30.0, gt=0, le=HOUR_S)
+    provider_max_connections: int = Field(1024, ge=1, le=100_000)
     provider_async_client: Literal["aiohttp", "httpx"] = "aiohttp"
-    provider_max_concurrency: int = Field(0, ge=0)
-    thread_limit: int = Field(40, ge=1)
+    provider_max_concurrency: int = Field(0, ge=0, le=100_000)
+    thread_limit: int = Field(40, ge=1, le=10_000)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
-    loop_watchdog_ms: int = Field(250, ge=0)
-    lab_routes: bool = True
+    loop_watchdog_ms: int = Field(250, ge=0, le=60_000)
+    lab_routes: bool = False
     intake_mode: Literal["thread", "blocking", "async"] = "async"
+    http_max_connections: int = Field(2048, ge=1, le=100_000)
+    http_max_header_bytes: int = Field(16 * 1024, ge=1024, le=1024 * 1024)
+    http_header_timeout_s: float = Field(10.0, gt=0, le=HOUR_S)
+    http_body_timeout_s: float = Field(30.0, gt=0, le=HOUR_S)
 
     @field_validator("database_url")
     @classmethod
     def _postgres_only(cls, value: str | None) -> str | None:
+        value = (value or "").strip()
         if not value:
-            return None
+            return None  # unset, empty or blank: the embedded server
         if "://" in value and not value.startswith(("postgresql://", "postgres://")):
             raise ValueError("expected postgresql://user:password@host:port/dbname, or unset for the embedded server")
         try:
-            conninfo_to_dict(value)
+            parts = conninfo_to_dict(value)
         except psycopg.ProgrammingError:
             raise ValueError("not a PostgreSQL URL or connection string") from None
+        for port in str(parts.get("port", "")).split(","):  # libpq takes a list: host1,host2 and port1,port2
+            if port and not (port.isdigit() and 1 <= int(port) <= 65535):
+                raise ValueError(f"the port {port!r} is not a number from 1 to 65535")
         return value
 
     @field_validator("provider_url")
     @classmethod
-    def _http_only(cls, value: str) -> str:
-        if not value.startswith(("http://", "https://")):
-            raise ValueError("must start with http:// or https://")
-        return value.rstrip("/")
+    def _api_root(cls, value: str) -> str:
+        url = value.strip().rstrip("/")
+        try:
+            parts = urlsplit(url)
+            port = parts.port  # urllib checks the range here
+        except ValueError as exc:
+            raise ValueError(f"not a URL ({exc})") from None
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("must start with http:// or https:// and a host, e.g. http://127.0.0.1:8100/v1")
+        if port == 0:
+            raise ValueError("the port must be a number from 1 to 65535")
+        if parts.username is not None or parts.query or parts.fragment:
+            raise ValueError("no user, password, query or fragment: the key goes in PROVIDER_API_KEY")
+        if not parts.path.endswith("/v1"):
+            raise ValueError("must end with the provider's API root /v1, e.g. http://127.0.0.1:8100/v1")
+        return url
+
+    @field_validator("provider_api_key")
+    @classmethod
+    def _header_safe(cls, value: SecretStr) -> SecretStr:
+        key = value.get_secret_value()
+        if not key or not all("!" <= character <= "~" for character in key):
+            raise ValueError("must be printable ASCII without spaces (it is sent in an HTTP header)")
+        return value
 
     @field_validator("log_level", mode="before")
     @classmethod
@@ -70,10 +106,18 @@ def describe_invalid_setting(exc: ValidationError) -> str:
     """One line for the first invalid setting: the variable, the bad value and what is allowed."""
     error = exc.errors()[0]
     name = str(error["loc"][0]).upper() if error["loc"] else "settings"
-    shown = "(hidden)" if name == "PROVIDER_API_KEY" else repr(error.get("input"))
+    value = error.get("input")
+    if isinstance(value, str):
+        value = hide_password(value)
+    shown = "(hidden)" if name == "PROVIDER_API_KEY" else repr(value)
     allowed = error["msg"].removeprefix("Value error, ")
     if error["type"] == "literal_error":
         allowed = "expected " + error["ctx"]["expected"]
     elif error["type"].startswith("bool_"):
         allowed = "expected true or false"
     return f"invalid setting {name}={shown}: {allowed}"
+
+
+def hide_password(text: str) -> str:
+    """The text with every password of a PostgreSQL URL or key=value string in it shown as ***."""
+    return KEY_VALUE_PASSWORD.sub(r"\1***", URL_PASSWORD.sub(r"\1***@", text))

@@ -1,5 +1,6 @@
 """Connections to PostgreSQL: from a psycopg pool, or a fresh one for every use (DB_POOL=false)."""
 
+import selectors
 import threading
 import time
 from contextlib import contextmanager
@@ -8,24 +9,63 @@ from typing import Iterator
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
+from psycopg.pq import TransactionStatus
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from ticket_api.config import Settings
+from ticket_api.config import Settings, hide_password
 from ticket_api.errors import DatabaseBusy, DatabaseUnavailable, StartupError
 from ticket_api.timing import count_query
 
 SCHEMA = Path(__file__).with_name("schema.sql")
 CONNECT_TIMEOUT_S = 5
+UNAVAILABLE = "the database is unavailable"  # the client's detail; the reason goes to the API's log
 PROBE_EVERY_S = 1.0
 
 
 class CountingCursor(psycopg.Cursor):
-    """A cursor that counts every SQL statement it runs for the request log's `queries=N`."""
+    """A cursor that counts, for the request log's `queries=N`, each statement it sends and the BEGIN before it."""
 
     def execute(self, query, params=None, **kwargs):  # type: ignore[override]
-        if query:  # the pool's liveness check sends an empty statement: a round trip, not a query
-            count_query()
+        if not self.connection.autocommit and self.connection.pgconn.transaction_status == TransactionStatus.IDLE:
+            count_query()  # psycopg opens the transaction first: BEGIN is a statement of its own
+        count_query()
         return super().execute(query, params, **kwargs)
+
+
+class CountingConnection(psycopg.Connection):
+    """A connection whose statements are all counted: its cursors' queries, BEGIN, COMMIT and ROLLBACK."""
+
+    @classmethod
+    def connect(cls, conninfo: str = "", **kwargs):
+        """psycopg's connect() with counting cursors and no server-side prepared statements."""
+        # Prepared statements would make psycopg send DEALLOCATE ALL after a rollback, a statement
+        # nobody asked for; without them, PostgreSQL receives exactly what is counted.
+        return super().connect(conninfo, cursor_factory=CountingCursor, prepare_threshold=None, **kwargs)
+
+    def commit(self) -> None:
+        """Commit, counted if there is a transaction to commit (psycopg sends nothing otherwise)."""
+        if self.pgconn.transaction_status != TransactionStatus.IDLE:
+            count_query()
+        super().commit()
+
+    def rollback(self) -> None:
+        """Roll back, counted if there is a transaction to roll back (psycopg sends nothing otherwise)."""
+        if self.pgconn.transaction_status != TransactionStatus.IDLE:
+            count_query()
+        super().rollback()
+
+
+def check_connection(conn: psycopg.Connection) -> None:
+    """The pool's check of a connection it lends, sending nothing: one the server spoke to while idle is closed."""
+    # An idle connection receives nothing unless the server is closing it (a restart, a terminated
+    # backend, idle_session_timeout), so a readable socket means it is gone; the pool replaces it.
+    # psycopg's own check would send an empty query, which PostgreSQL logs as a statement.
+    with selectors.DefaultSelector() as selector:  # not select.select(): it fails on descriptors past 1023
+        selector.register(conn.fileno(), selectors.EVENT_READ)
+        spoke = selector.select(timeout=0)
+    if spoke:
+        conn.close()
+        raise psycopg.OperationalError("the server closed the connection while it was idle in the pool")
 
 
 def resolve_dsn(settings: Settings) -> str:
@@ -50,7 +90,7 @@ def shown_dsn(dsn: str) -> str:
     try:
         parts = conninfo_to_dict(dsn)
     except psycopg.ProgrammingError:
-        return "(unparsable DATABASE_URL)"
+        return hide_password(dsn)
     parts.pop("password", None)
     return " ".join(f"{key}={value}" for key, value in parts.items())
 
@@ -60,7 +100,7 @@ def connect(dsn: str, **kwargs: object) -> psycopg.Connection:
     try:
         return psycopg.connect(dsn, connect_timeout=CONNECT_TIMEOUT_S, **kwargs)
     except (psycopg.OperationalError, psycopg.ProgrammingError) as exc:
-        raise StartupError(f"cannot connect to PostgreSQL ({shown_dsn(dsn)}): {_one_line(exc)}") from None
+        raise StartupError(f"cannot connect to PostgreSQL ({shown_dsn(dsn)}): {_one_line(exc, dsn)}") from None
 
 
 def apply_schema(conn: psycopg.Connection) -> None:
@@ -82,8 +122,9 @@ class Database:
                 min_size=min(settings.db_pool_min_size, settings.db_pool_max_size),
                 max_size=settings.db_pool_max_size,
                 timeout=settings.db_pool_timeout_s,
-                kwargs={"cursor_factory": CountingCursor, "connect_timeout": CONNECT_TIMEOUT_S},
-                check=ConnectionPool.check_connection,
+                connection_class=CountingConnection,
+                kwargs={"connect_timeout": CONNECT_TIMEOUT_S},
+                check=check_connection,
                 name="ticket_api",
                 open=False,
             )
@@ -115,7 +156,7 @@ class Database:
         """A connection in a transaction: committed when the block ends, rolled back if it raises."""
         try:
             if self.pool is None:
-                with psycopg.connect(self.dsn, cursor_factory=CountingCursor, connect_timeout=CONNECT_TIMEOUT_S) as conn:
+                with CountingConnection.connect(self.dsn, connect_timeout=CONNECT_TIMEOUT_S) as conn:
                     yield conn
             else:
                 with self._counted("waiting"):
@@ -131,7 +172,7 @@ class Database:
                 f"no free database connection within {self.timeout_s:g} s (DB_POOL_MAX_SIZE={self.max_size})"
             ) from None
         except psycopg.OperationalError as exc:
-            raise DatabaseUnavailable(f"the database is unavailable: {_one_line(exc)}") from None
+            raise DatabaseUnavailable(UNAVAILABLE, cause=_one_line(exc, self.dsn)) from None
 
     def _raise_unavailable_if_down(self) -> None:
         # The pool also times out when it cannot connect at all: tell "busy" from "down" by trying
@@ -143,9 +184,9 @@ class Database:
                 psycopg.connect(self.dsn, connect_timeout=CONNECT_TIMEOUT_S).close()
                 self._down_because = None
             except psycopg.OperationalError as exc:
-                self._down_because = _one_line(exc)
+                self._down_because = _one_line(exc, self.dsn)
         if self._down_because is not None:
-            raise DatabaseUnavailable(f"the database is unavailable: {self._down_because}")
+            raise DatabaseUnavailable(UNAVAILABLE, cause=self._down_because)
 
     def stats(self) -> dict[str, int]:
         """Pool figures for /metrics: size, in use, waiting, total ms waited (zeros without a pool)."""
@@ -171,6 +212,12 @@ class Database:
                 self._usage[figure] -= 1
 
 
-def _one_line(exc: Exception) -> str:
+def _one_line(exc: Exception, dsn: str) -> str:
+    """psycopg's message on one line, without the DSN's password (should the message ever quote it)."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return "; ".join(lines).removeprefix("connection failed: ") or type(exc).__name__
+    text = hide_password("; ".join(lines).removeprefix("connection failed: ") or type(exc).__name__)
+    try:
+        password = conninfo_to_dict(dsn).get("password")
+    except psycopg.ProgrammingError:
+        password = None
+    return text.replace(str(password), "***") if password else text

@@ -7,6 +7,7 @@ spending one of its tokens just to read an attribute.
 from typing import Annotated
 
 from fastapi import Depends, Header, Request
+from fastapi.exceptions import RequestValidationError
 
 from ticket_api.database import Database
 from ticket_api.models import NewTicket
@@ -36,8 +37,13 @@ IdempotencyKey = Annotated[
 ]
 
 
-async def read_new_ticket(ticket: NewTicket, idempotency_key: IdempotencyKey = None) -> NewTicket:
-    """The new ticket from the request body, with the request's Idempotency-Key."""
+async def read_new_ticket(request: Request, ticket: NewTicket, idempotency_key: IdempotencyKey = None) -> NewTicket:
+    """The new ticket from the request body (JSON in UTF-8), with the request's Idempotency-Key."""
+    if b"\x00" in await request.body():
+        # JSON in UTF-8 never holds a NUL byte (it writes \u0000): this body is UTF-16 or UTF-32, which
+        # json.loads reads as well. The API takes UTF-8 only, as the README says.
+        problem = {"loc": ("body",), "msg": "the body is not JSON in UTF-8", "type": "json_invalid"}
+        raise RequestValidationError([problem])
     return ticket.keyed(idempotency_key)
 
 

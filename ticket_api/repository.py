@@ -29,9 +29,8 @@ def save_new_ticket(db: Database, new: NewTicket, work: AiWork) -> Ticket:
     """Save a ticket and its AI results in one short transaction."""
     try:
         with db.connection() as conn:
-            ticket_id = _insert_ticket(conn, new)
-            _insert_ai_results(conn, ticket_id, work)
-            return _select_ticket(conn, ticket_id)
+            ticket = _insert_ticket(conn, new)
+            return _insert_ai_results(conn, ticket, work)
     except _KeyTaken:
         return find_earlier_ticket(db, new)
 
@@ -41,10 +40,9 @@ def create_in_one_transaction(db: Database, provider, new: NewTicket, timer: Tim
     try:
         with timer("db"), db.connection() as conn:
             _check_customer(conn, new.customer_id)
-            ticket_id = _insert_ticket(conn, new)
+            ticket = _insert_ticket(conn, new)
             work = do_ai_work(provider, new.subject, new.body, timer)  # counted as "ai", not "db"
-            _insert_ai_results(conn, ticket_id, work)
-            return _select_ticket(conn, ticket_id), work
+            return _insert_ai_results(conn, ticket, work), work
     except _KeyTaken:
         return find_earlier_ticket(db, new), None
 
@@ -86,14 +84,16 @@ def _check_customer(conn: psycopg.Connection, customer_id: int) -> None:
         raise CustomerNotFound(f"customer {customer_id} does not exist")
 
 
-def _insert_ticket(conn: psycopg.Connection, new: NewTicket) -> int:
-    ticket_id = conn.execute(
-        "INSERT INTO tickets (customer_id, subject, body) VALUES (%s, %s, %s) RETURNING id",
+def _insert_ticket(conn: psycopg.Connection, new: NewTicket) -> dict:
+    # RETURNING gives the saved row back in the same round trip: no SELECT to read it again.
+    ticket = conn.cursor(row_factory=dict_row).execute(
+        """INSERT INTO tickets (customer_id, subject, body) VALUES (%s, %s, %s)
+           RETURNING id, customer_id, subject, body, created_at""",
         (new.customer_id, new.subject, new.body),
-    ).fetchone()[0]
+    ).fetchone()
     if new.idempotency_key is not None:
-        _claim_key(conn, new, ticket_id)
-    return ticket_id
+        _claim_key(conn, new, ticket["id"])
+    return ticket
 
 
 def _claim_key(conn: psycopg.Connection, new: NewTicket, ticket_id: int) -> None:
@@ -112,18 +112,20 @@ def _claim_key(conn: psycopg.Connection, new: NewTicket, ticket_id: int) -> None
         raise _KeyTaken
 
 
-def _insert_ai_results(conn: psycopg.Connection, ticket_id: int, work: AiWork) -> None:
-    conn.execute(
+def _insert_ai_results(conn: psycopg.Connection, ticket: dict, work: AiWork) -> Ticket:
+    results = conn.cursor(row_factory=dict_row).execute(
         """INSERT INTO ticket_ai_results (ticket_id, category, priority, draft_reply, embedding,
                classify_model, classify_ms, draft_model, draft_ms, embed_model, embed_ms)
-           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)""",
+           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+           RETURNING category, priority, draft_reply""",
         (
-            ticket_id, work.category, work.priority, work.draft_reply, work.embedding,
+            ticket["id"], work.category, work.priority, work.draft_reply, work.embedding,
             work.models["classify"], work.elapsed_ms["classify"],
             work.models["draft"], work.elapsed_ms["draft"],
             work.models["embed"], work.elapsed_ms["embed"],
         ),
-    )
+    ).fetchone()
+    return Ticket(**ticket, **results)
 
 
 def _select_ticket(conn: psycopg.Connection, ticket_id: int) -> Ticket | None:

@@ -19,6 +19,20 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 HEARTBEAT_S = 0.02
 
 
+def announce_event_loop() -> str:
+    """Log which event loop runs the API ("asyncio" or "uvloop"), with a warning on uvloop; returns its name."""
+    loop_class = type(asyncio.get_running_loop())
+    name = loop_class.__module__.split(".")[0]
+    log.info("event loop: %s (%s)", name, loop_class.__name__)
+    if name == "uvloop":
+        # uvicorn takes uvloop whenever it is installed. On it, a waiting request can be read between
+        # two blocked tickets, so INTAKE_MODE=blocking stalls /health for less time than the course measured.
+        log.warning("on uvloop, INTAKE_MODE=blocking's /health figures differ from the course's, measured on "
+                    "asyncio's own loop. To match them: python -m pip uninstall -y uvloop (uvicorn and fastapi dev "
+                    "then use asyncio's loop), or start the API with uvicorn ticket_api.main:app --loop asyncio")
+    return name
+
+
 class LoopWatchdog:
     """Start with `start()` on the running loop, stop with `stop()`; `lag_ms` feeds /metrics."""
 

@@ -45,7 +45,14 @@ def test_status_of_an_empty_database_says_to_run_init(empty_database):
 def test_help_describes_the_subcommands():
     result = run_db("--help")
     assert result.returncode == 0
-    assert "init" in result.stdout and "status" in result.stdout and "stop" in result.stdout
+    assert all(command in result.stdout for command in ("init", "status", "start", "stop"))
+
+
+@pytest.mark.parametrize("command", ["start", "stop"])
+def test_start_and_stop_leave_a_server_of_database_url_alone(command):
+    result = run_db(command, DATABASE_URL="postgresql://lab@127.0.0.1:5432/lab")
+    assert result.returncode == 2
+    assert result.stderr == f"error: DATABASE_URL is set: that server is not the lab's to {command}\n"
 
 
 def test_an_unreachable_server_is_one_line_and_exit_2():

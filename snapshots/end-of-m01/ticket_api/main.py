@@ -7,11 +7,12 @@ from fastapi import FastAPI, Request, Response
 
 from ticket_api import intake, lab, tickets
 from ticket_api.config import Settings, load_settings
+from ticket_api.connections import limit_server
 from ticket_api.database import Database, release_dsn, resolve_dsn
 from ticket_api.errors import install_error_handlers
 from ticket_api.metrics import Metrics
 from ticket_api.middleware import BodyLimit, OneLineStartupErrors
-from ticket_api.provider import Provider
+from ticket_api.provider import Provider, warn_if_unreachable
 from ticket_api.requestlog import RequestLog, configure_logging
 from ticket_api.watchdog import LoopWatchdog
 
@@ -26,6 +27,7 @@ def create_app(settings: Settings | None = None, provider=None) -> FastAPI:
     async def lifespan(app: FastAPI):
         app.state.settings = settings or load_settings()
         configure_logging(app.state.settings.log_level)
+        limit_server(app.state.settings)
         to_thread.current_default_thread_limiter().total_tokens = app.state.settings.thread_limit
         dsn = await to_thread.run_sync(resolve_dsn, app.state.settings)
         app.state.db = Database(dsn, app.state.settings)
@@ -33,6 +35,8 @@ def create_app(settings: Settings | None = None, provider=None) -> FastAPI:
         watchdog = LoopWatchdog(app.state.settings.loop_watchdog_ms, on_lag=metrics.loop_lag.observe)
         try:
             await to_thread.run_sync(app.state.db.open)
+            if provider is None:
+                await warn_if_unreachable(app.state.settings.provider_url)
             watchdog.start()
             yield
         finally:
@@ -52,6 +56,7 @@ def create_app(settings: Settings | None = None, provider=None) -> FastAPI:
     app.include_router(intake.router)
     app.include_router(tickets.router)
     app.include_router(lab.router, prefix="/lab")
+    app.openapi = lambda: lab.openapi_schema(app)  # type: ignore[method-assign]
 
     @app.get("/health")
     async def health() -> dict:

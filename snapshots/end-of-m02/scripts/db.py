@@ -1,4 +1,4 @@
-"""Set up the lab's database: `python -m scripts.db init | status | stop`."""
+"""Set up the lab's database: `python -m scripts.db init | status | start | stop`."""
 
 import argparse
 import time
@@ -112,16 +112,21 @@ def main() -> int:
                              help="small: 300 customers, 3,000 tickets; large: 2,000 customers, 30,000 tickets")
     init_parser.add_argument("--reset", action="store_true", help="delete every row first, then load")
     commands.add_parser("status", help="print the server used (no password) and the row counts")
+    commands.add_parser("start", help="start the embedded server (after a crash, say) and leave it running")
     commands.add_parser("stop", help="stop the embedded server now (it restarts on next use)")
     args = parser.parse_args()
 
     settings = load_settings()
-    if args.command == "stop":
+    if args.command in ("start", "stop"):
         if settings.database_url:
-            raise CommandError("DATABASE_URL is set: that server is not the lab's to stop")
-        from ticket_api.embedded import stop_embedded
+            raise CommandError(f"DATABASE_URL is set: that server is not the lab's to {args.command}")
+        from ticket_api.embedded import embedded_dsn, stop_embedded
 
-        print("stopped the embedded PostgreSQL" if stop_embedded() else "the embedded PostgreSQL was not running")
+        if args.command == "start":
+            print(f"the embedded PostgreSQL runs ({shown_dsn(embedded_dsn(keep_running=True))}) "
+                  "until `python -m scripts.db stop`")
+        else:
+            print("stopped the embedded PostgreSQL" if stop_embedded() else "the embedded PostgreSQL was not running")
         return 0
     dsn = resolve_dsn(settings)
     if args.command == "init":

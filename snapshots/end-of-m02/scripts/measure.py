@@ -209,6 +209,13 @@ def server_timing(answer: httpx.Response | str) -> dict[str, float]:
     return {name: float(duration) for name, _, duration in parts if duration}
 
 
+def provider_calls(answer: httpx.Response | str) -> list[tuple[float, float]]:
+    """The API's X-Provider-Calls (`3.1-913.5, 915.0-2016.2`) as [(3.1, 913.5), (915.0, 2016.2)], in ms."""
+    value = answer if isinstance(answer, str) else answer.headers.get("x-provider-calls", "")
+    spans = (span.partition("-") for span in value.split(",") if span.strip())
+    return [(float(start), float(end)) for start, _, end in spans]
+
+
 def server_total_ms(response: httpx.Response) -> float | None:
     """The `total` of the answer's Server-Timing header (the API's own time for it), or None."""
     return server_timing(response).get("total")

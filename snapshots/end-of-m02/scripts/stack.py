@@ -126,11 +126,15 @@ def simulator(port: int | None = None, speed: float = 1.0, quota: int = 0, extra
 
 
 def api(provider_url: str, port: int | None = None, env: dict[str, str] | None = None, workers: int = 1,
-        log_dir: Path | None = None, cwd: Path = PROJECT_ROOT) -> Service:
-    """The ticket API under uvicorn on a free port; `env` sets its settings (INTAKE_MODE=..., ...)."""
+        log_dir: Path | None = None, cwd: Path = PROJECT_ROOT, loop: str = "asyncio") -> Service:
+    """The ticket API under uvicorn on a free port; `env` sets its settings (INTAKE_MODE=..., ...).
+
+    `loop` is asyncio's own event loop, as the course measured, or "uvloop"; named, never left to
+    uvicorn's "auto", which takes uvloop whenever it is installed.
+    """
     port = port or free_port()
     argv = [sys.executable, "-m", "uvicorn", "ticket_api.main:app", "--host", "127.0.0.1", "--port", str(port),
-            "--workers", str(workers), "--timeout-graceful-shutdown", "30", "--no-access-log"]
+            "--workers", str(workers), "--loop", loop, "--timeout-graceful-shutdown", "30", "--no-access-log"]
     settings = {"PROVIDER_URL": provider_url, "LOG_LEVEL": "WARNING", **(env or {})}
     return Service("api", argv, port, env=settings, log_dir=log_dir, cwd=cwd)
 

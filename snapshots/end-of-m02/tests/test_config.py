@@ -24,7 +24,7 @@ def test_defaults_match_the_readme():
     assert settings.provider_url == "http://127.0.0.1:8100/v1"
     assert settings.thread_limit == 40
     assert settings.loop_watchdog_ms == 250
-    assert settings.lab_routes is True
+    assert settings.lab_routes is False
 
 
 def test_the_environment_is_read(monkeypatch):

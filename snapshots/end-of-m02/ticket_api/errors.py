@@ -18,6 +18,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 
 from ticket_api.models import ErrorBody
 
@@ -29,15 +30,20 @@ class StartupError(Exception):
 
 
 class LabError(Exception):
-    """An error with a stable code that the API answers as `{"error": code, "detail": text}`."""
+    """An error with a stable code that the API answers as `{"error": code, "detail": text}`.
+
+    `detail` is for the client: what failed, nothing of the server's insides. `cause` (the library's
+    own message: hosts, sockets, users) goes only to the API's log.
+    """
 
     status = 500
     code = "internal_error"
 
-    def __init__(self, detail: str, retry_after: float | None = None):
+    def __init__(self, detail: str, retry_after: float | None = None, cause: str | None = None):
         super().__init__(detail)
         self.detail = detail
         self.retry_after = retry_after
+        self.cause = cause
 
 
 class ProviderBusy(LabError):
@@ -72,6 +78,11 @@ class IdempotencyKeyReused(LabError):
     status, code = 422, "idempotency_key_reused"
 
 
+def describe(exc: BaseException) -> str:
+    """An exception as `Type: message` on one line: the cause of a LabError, for the API's log."""
+    return " ".join(f"{type(exc).__name__}: {exc}".split())
+
+
 def error_response(status: int, code: str, detail: object, headers: dict | None = None) -> JSONResponse:
     """The lab's error body: `{"error": CODE, "detail": TEXT}`."""
     return JSONResponse({"error": code, "detail": detail}, status_code=status, headers=headers)
@@ -79,6 +90,8 @@ def error_response(status: int, code: str, detail: object, headers: dict | None 
 
 async def _lab_error(request: Request, exc: LabError) -> JSONResponse:
     request.state.error_code = exc.code  # for the tickets-by-outcome metric
+    if exc.cause is not None:
+        log.warning("%s %s: %s: %s", request.method, request.url.path, exc.code, exc.cause)
     headers = None
     if exc.retry_after is not None:
         headers = {"Retry-After": str(max(1, round(exc.retry_after)))}
@@ -97,6 +110,12 @@ _HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "body_too_large
 
 
 async def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
+    if exc.status_code == 400 and isinstance(exc.__cause__, ClientDisconnect):
+        # The client left, or HTTP_BODY_TIMEOUT_S cut it off, before its body arrived: nobody reads this
+        # answer (nginx's 499), but the request log and the metrics say what happened.
+        request.state.error_code = "client_disconnected"
+        detail = "the client closed the connection before its body arrived"
+        return error_response(499, "client_disconnected", detail)
     if exc.status_code == 400:
         # FastAPI's answer to a body it cannot decode (not UTF-8, nested too deep): bad JSON like any
         # other, so the same 422 validation_error as a syntax error, not a second code for one mistake.

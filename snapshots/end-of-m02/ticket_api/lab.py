@@ -1,4 +1,4 @@
-"""Routes for the experiments of the wider reading, under /lab (LAB_ROUTES=true). They never touch tickets.
+"""Routes for the experiments of the wider reading, under /lab (off unless LAB_ROUTES=true). They never touch tickets.
 
 Each group does one piece of work in several ways, to be read side by side and measured with
 `python -m scripts.probe /lab/...`: a 100 ms wait, ~13 ms of CPU work, a 500-row answer and a call
@@ -24,7 +24,7 @@ from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request, 
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
-from ticket_api.errors import ProviderUnavailable
+from ticket_api.errors import ProviderUnavailable, describe
 from ticket_api.lab_cpu import DEFAULT_LOOPS, burn_cpu
 
 WaitMs = Annotated[int, Query(ge=0, le=10_000, description="how long to wait, in milliseconds")]
@@ -74,6 +74,16 @@ async def lifespan(app: FastAPI):
         yield
     finally:
         await app.state.lab.aclose()
+
+
+def openapi_schema(app: FastAPI) -> dict:
+    """The app's OpenAPI schema (/openapi.json, /docs), with the /lab routes only if LAB_ROUTES=true."""
+    schema = FastAPI.openapi(app)  # made once, then kept
+    settings = getattr(app.state, "settings", None)  # None before start-up: everything
+    if settings is not None and not settings.lab_routes:
+        schema["paths"] = {path: item for path, item in schema["paths"].items() if not path.startswith("/lab/")}
+        schema["components"]["schemas"].pop("LabRow", None)
+    return schema
 
 
 async def require_lab_routes(request: Request) -> None:
@@ -239,7 +249,7 @@ def provider_errors() -> Iterator[None]:
     try:
         yield
     except httpx.TransportError as exc:
-        raise ProviderUnavailable(f"cannot reach the AI provider: {type(exc).__name__}") from None
+        raise ProviderUnavailable("cannot reach the AI provider", cause=describe(exc)) from None
 
 
 def upstream_answer(response: httpx.Response) -> dict:

@@ -1,10 +1,12 @@
 """The AI provider over HTTP: `call` waits (a synchronous client), `acall` is awaited (an async client)."""
 
 import asyncio
+import logging
 import threading
 import time
 from contextlib import contextmanager
 from typing import Iterator
+from urllib.parse import urlsplit
 
 import aiohttp
 import httpx
@@ -12,9 +14,12 @@ import orjson
 from httpx_aiohttp import AiohttpTransport
 
 from ticket_api.config import Settings
-from ticket_api.errors import ProviderBusy, ProviderTimeout, ProviderUnavailable
+from ticket_api.errors import ProviderBusy, ProviderTimeout, ProviderUnavailable, describe
+from ticket_api.timing import note_provider_call
 
 JSON_HEADERS = {"Content-Type": "application/json"}
+REACH_TIMEOUT_S = 1.0
+log = logging.getLogger("ticket_api")
 
 
 class Provider:
@@ -71,11 +76,14 @@ class Provider:
 
     @contextmanager
     def _counted(self) -> Iterator[None]:
+        """Count the call in `in_flight` and note its start and end for the request (X-Provider-Calls)."""
         with self._lock:
             self.in_flight += 1
+        started = time.perf_counter()
         try:
             yield
         finally:
+            note_provider_call(started)
             with self._lock:
                 self.in_flight -= 1
 
@@ -107,10 +115,10 @@ def _transport_errors() -> Iterator[None]:
         # httpx-aiohttp reports every connection failure as a ConnectTimeout; its cause tells them apart.
         cause = exc.__cause__
         if isinstance(cause, aiohttp.ClientConnectionError) and not isinstance(cause, aiohttp.ServerTimeoutError):
-            raise ProviderUnavailable(f"cannot reach the AI provider: {type(cause).__name__}") from None
+            raise ProviderUnavailable("cannot reach the AI provider", cause=describe(cause)) from None
         raise ProviderTimeout("the AI provider did not answer within PROVIDER_TIMEOUT_S") from None
     except httpx.TransportError as exc:
-        raise ProviderUnavailable(f"cannot reach the AI provider: {type(exc).__name__}") from None
+        raise ProviderUnavailable("cannot reach the AI provider", cause=describe(exc)) from None
 
 
 def _check(response: httpx.Response) -> dict:
@@ -130,3 +138,15 @@ def _seconds(value: str | None) -> float:
         return max(1.0, float(value)) if value else 1.0
     except ValueError:
         return 1.0
+
+
+async def warn_if_unreachable(provider_url: str) -> None:
+    """A WARNING line if nothing listens at the provider's address; the API starts anyway (it may come later)."""
+    address = urlsplit(provider_url)
+    port = address.port or (443 if address.scheme == "https" else 80)
+    try:
+        _, writer = await asyncio.wait_for(asyncio.open_connection(address.hostname, port), REACH_TIMEOUT_S)
+        writer.close()
+    except (OSError, asyncio.TimeoutError) as exc:
+        log.warning("the AI provider at %s does not answer (%s): tickets get 502 ai_unavailable until it does",
+                    provider_url, describe(exc) if str(exc) else "no connection within 1 s")

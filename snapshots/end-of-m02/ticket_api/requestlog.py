@@ -1,4 +1,4 @@
-"""One log line per request, its request id, and where its time went (Server-Timing)."""
+"""One log line per request, its request id, and where its time went (Server-Timing, X-Provider-Calls)."""
 
 import logging
 import random
@@ -36,6 +36,8 @@ class RequestLog:
                 headers = MutableHeaders(scope=message)
                 headers.append("X-Request-ID", request_id)
                 headers.append("Server-Timing", timer.server_timing())
+                if timer.provider_calls:
+                    headers.append("X-Provider-Calls", timer.provider_calls_header())
             await send(message)
 
         try:

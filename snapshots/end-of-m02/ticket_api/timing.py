@@ -1,4 +1,4 @@
-"""Where a request's time goes: the buckets db, ai and other, and its query count."""
+"""Where a request's time goes: the buckets db, ai and other, its query count and its provider calls."""
 
 import time
 from contextlib import contextmanager
@@ -13,6 +13,9 @@ class Timer:
 
     Blocks nest: time spent in an inner block counts for the inner bucket only.
     """
+
+    # (start, end) perf_counter pairs; a request without provider calls shares this empty tuple.
+    provider_calls: tuple[tuple[float, float], ...] = ()
 
     def __init__(self) -> None:
         self.started = time.perf_counter()
@@ -42,6 +45,11 @@ class Timer:
         parts = [f"{name};dur={ms:.1f}" for name, ms in self.spent_ms.items()]
         return ", ".join([*parts, f"other;dur={other:.1f}", f"total;dur={total:.1f}"])
 
+    def provider_calls_header(self) -> str:
+        """`start-end` of each provider call, in ms since the request started: `3.1-913.5, 915.0-2016.2, ...`."""
+        return ", ".join(f"{(start - self.started) * 1000:.1f}-{(end - self.started) * 1000:.1f}"
+                         for start, end in self.provider_calls)
+
 
 # Set by the request-log middleware; thread-pool calls see it too (run_in_threadpool copies the context).
 current_timer: ContextVar[Timer | None] = ContextVar("current_timer", default=None)
@@ -52,3 +60,10 @@ def count_query() -> None:
     timer = current_timer.get()
     if timer is not None:
         timer.queries += 1
+
+
+def note_provider_call(started: float) -> None:
+    """Note that a provider call of the current request ran from `started` (perf_counter) until now."""
+    timer = current_timer.get()
+    if timer is not None:
+        timer.provider_calls += ((started, time.perf_counter()),)

@@ -32,6 +32,16 @@ def fake_provider_app(delay_s: float) -> FastAPI:
     return app
 
 
+@pytest.fixture
+def make_settings(make_settings):
+    """The student suite's settings, with the /lab routes on (LAB_ROUTES is off by default)."""
+
+    def make(**overrides: object):
+        return make_settings(**{"lab_routes": True, **overrides})
+
+    return make
+
+
 @pytest.fixture(scope="session")
 def upstream() -> Iterator[SimpleNamespace]:
     """The fake provider on a real server in a thread: `url` (…/v1) and `delay_s`."""

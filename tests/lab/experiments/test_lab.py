@@ -12,6 +12,7 @@ from scripts.measure import closed_loop, open_client, open_clients, percentile, 
 from scripts.stack import free_port
 from tests.servers import serve
 from ticket_api import lab
+from ticket_api.config import Settings
 from ticket_api.main import create_app
 
 LAB_PATHS = sorted("/lab" + route.path for route in lab.router.routes)
@@ -31,6 +32,17 @@ def test_every_lab_route_answers_404_with_the_lab_error_body_when_lab_routes_is_
         for path in LAB_PATHS:
             response = client.get(path)
             assert (response.status_code, response.json()["error"]) == (404, "not_found"), path
+
+
+def test_the_lab_routes_are_off_by_default_and_out_of_the_schema_when_off(make_settings, fake_provider):
+    assert Settings.model_fields["lab_routes"].default is False
+    for on in (False, True):
+        with TestClient(create_app(make_settings(lab_routes=on), fake_provider)) as client:
+            schema = client.get("/openapi.json").json()
+            listed = sorted(path for path in schema["paths"] if path.startswith("/lab/"))
+            assert listed == (LAB_PATHS if on else [])
+            assert ("LabRow" in schema["components"]["schemas"]) is on
+            assert "/v1/tickets" in schema["paths"]
 
 
 def test_the_trivial_def_route_answers_ok(client):

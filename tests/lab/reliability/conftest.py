@@ -1,10 +1,13 @@
 """Fixtures of the reliability tests: real simulators and real API processes, on free loopback ports, always stopped."""
 
+from types import SimpleNamespace
 from typing import Iterator
 
 import pytest
 
 from scripts import stack
+from ticket_api.database import apply_schema, connect
+from ticket_api.embedded import embedded_dsn, stop_embedded
 
 
 @pytest.fixture(scope="session")
@@ -36,3 +39,17 @@ def start_api(database_url: str, tmp_path) -> Iterator:
     yield start
     for service in started:
         service.stop(10)
+
+
+@pytest.fixture(scope="module")
+def own_database(tmp_path_factory) -> Iterator[SimpleNamespace]:
+    """An embedded PostgreSQL in a tmp folder with the schema and customer 1; tests may stop and start it."""
+    pgdata = tmp_path_factory.mktemp("own-pg") / "pgdata"
+    try:
+        dsn = embedded_dsn(pgdata)
+        with connect(dsn) as conn:
+            apply_schema(conn)
+            conn.execute("INSERT INTO customers (id, name, email, plan) VALUES (1, 'Ada', 'ada@example.com', 'pro')")
+        yield SimpleNamespace(pgdata=pgdata, dsn=dsn, customer_id=1)
+    finally:
+        stop_embedded(pgdata)

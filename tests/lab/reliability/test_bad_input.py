@@ -5,6 +5,7 @@ import socket
 from urllib.parse import urlsplit
 
 import httpx
+import orjson
 import pytest
 
 from tests.fakes import FakeProvider
@@ -99,12 +100,21 @@ def test_a_nul_character_is_refused_before_any_ai_work(api, provider, customer_i
     (b'{"customer_id": 1, "subject": "s", "body": "b"}', {"Content-Type": "application/x-www-form-urlencoded"}),
     (b"customer_id=1&subject=s&body=b", {"Content-Type": "application/x-www-form-urlencoded"}),
     (b'{"customer_id": 1, "subject": "s", "body": "b"}', {}),
+    *[('{"customer_id": 1, "subject": "s", "body": "b"}'.encode(encoding), JSON)
+      for encoding in ("utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-le", "utf-32-be")],
 ], ids=["syntax", "empty", "null", "array", "string", "invalid-utf8-in-string", "invalid-utf8", "lone-surrogate",
-        "nested-too-deep", "text-plain", "form-type-json-body", "form", "no-content-type"])
+        "nested-too-deep", "text-plain", "form-type-json-body", "form", "no-content-type",
+        "utf16-bom", "utf16le", "utf16be", "utf32-bom", "utf32le", "utf32be"])
 def test_a_body_that_is_not_a_json_ticket_is_422(api, content, headers):
     answer = api.post("/v1/tickets", content=content, headers=headers)
     assert_error(answer, 422, "validation_error")
     assert all({"loc", "msg", "type"} <= set(field) for field in answer.json()["detail"])
+
+
+def test_utf8_with_a_byte_order_mark_is_still_utf8(api, customer_id):
+    ticket = marked_ticket(customer_id, "caf\N{LATIN SMALL LETTER E WITH ACUTE}")
+    answer = api.post("/v1/tickets", content=b"\xef\xbb\xbf" + orjson.dumps(ticket), headers=JSON)
+    assert answer.status_code == 201 and answer.json()["subject"] == ticket["subject"]
 
 
 @pytest.mark.parametrize("customer_id", [0, -1, TOO_BIG, 10**400, 1.5, True, "1", "one", None, [1], {"id": 1}])

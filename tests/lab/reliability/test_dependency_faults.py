@@ -11,7 +11,6 @@ import sys
 import threading
 import time
 from types import SimpleNamespace
-from typing import Iterator
 
 import httpx
 import psycopg
@@ -22,25 +21,11 @@ from tests.fakes import FakeProvider
 from tests.lab.reliability.reliability_testing import MODES, assert_idle, marked_ticket, post_all, rows_of
 from tests.servers import serve
 from ticket_api.config import load_settings
-from ticket_api.database import CONNECT_TIMEOUT_S, apply_schema, connect
+from ticket_api.database import CONNECT_TIMEOUT_S
 from ticket_api.embedded import embedded_dsn, stop_embedded
 from ticket_api.main import create_app
 
 RECOVERY_S = 30  # the pool retries with a growing pause (1 s, 2 s, 4 s, ...): generous, never the usual case
-
-
-@pytest.fixture(scope="module")
-def own_database(tmp_path_factory) -> Iterator[SimpleNamespace]:
-    """An embedded PostgreSQL in a tmp folder with the schema and customer 1; tests may stop and start it."""
-    pgdata = tmp_path_factory.mktemp("own-pg") / "pgdata"
-    try:
-        dsn = embedded_dsn(pgdata)
-        with connect(dsn) as conn:
-            apply_schema(conn)
-            conn.execute("INSERT INTO customers (id, name, email, plan) VALUES (1, 'Ada', 'ada@example.com', 'pro')")
-        yield SimpleNamespace(pgdata=pgdata, dsn=dsn, customer_id=1)
-    finally:
-        stop_embedded(pgdata)
 
 
 def own_settings(own_database: SimpleNamespace, **overrides: object):

@@ -3,9 +3,12 @@
 import ast
 import asyncio
 import logging
+import os
 import re
 import socket
+import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -16,6 +19,7 @@ import pytest
 import typer.main
 import uvicorn
 from fastapi_cli.cli import app as fastapi_cli
+from psycopg.conninfo import make_conninfo
 
 from scripts import stack
 from simulator.app import build_app
@@ -27,6 +31,7 @@ from tests.lab.reliability.reliability_testing import MODES, assert_idle, marked
 from tests.lab.tools.commands import run_module
 from tests.servers import serve
 from ticket_api.config import load_settings
+from ticket_api.embedded import embedded_dsn, stop_embedded
 from ticket_api.main import create_app
 
 TICKET_API = Path(__file__).resolve().parents[3] / "ticket_api"
@@ -83,6 +88,48 @@ def test_the_provider_key_appears_in_no_log_line_and_no_answer(start_api, failin
     assert "HTTP Request: POST" in logs and "POST /v1/tickets" in logs  # the log had something to leak
     assert secret not in logs
     assert all(secret not in answer.text and secret not in str(answer.headers) for answer in answers)
+
+
+def test_no_password_and_no_key_in_any_line_or_answer_of_a_faulty_run(start_api, start_simulator, failing_simulator,
+                                                                      own_database):
+    """Bad DATABASE_URLs, the database lost while running, provider errors, hangs and quota: nothing shows a secret."""
+    password, key = f"pw-{uuid.uuid4().hex}", f"sk-secret-{uuid.uuid4().hex}"
+    seen: list[str] = []  # every line printed or logged, every answer
+    for url in [f"postgresql+psycopg://lab:{password}@127.0.0.1:5432/lab", f"postgresql://lab:{password}@[::1/lab",
+                f"postgresql://lab:{password}%zz@127.0.0.1/lab", f"host=127.0.0.1 user=lab password='{password}",
+                f"postgresql://lab:{password}@127.0.0.1:{stack.free_port()}/lab",
+                f"host=127.0.0.1 port={stack.free_port()} user=lab password={password}"]:
+        started = subprocess.run([sys.executable, "-m", "uvicorn", "ticket_api.main:app", "--port", str(stack.free_port())],
+                                 cwd=stack.PROJECT_ROOT, env={**os.environ, "DATABASE_URL": url}, capture_output=True,
+                                 text=True, timeout=60)
+        assert started.returncode == 3
+        status = run_module("scripts.db", "status", env={"DATABASE_URL": url})
+        assert status.returncode == 2
+        seen += [started.stdout, started.stderr, status.stdout, status.stderr]
+    with_password = [own_database.dsn.replace("postgres:@", f"postgres:{password}@", 1),  # the URL form
+                     make_conninfo(own_database.dsn, password=password)]  # the key=value form
+    env = {"PROVIDER_API_KEY": key, "LOG_LEVEL": "DEBUG", "PROVIDER_TIMEOUT_S": "0.5"}
+    errors_and_hangs = start_simulator("--error-rate", "0.4", "--hang-rate", "0.3", "--hang-s", "2", "--seed", "5")
+    apis = [start_api(f"{simulator.url}/v1", DATABASE_URL=dsn, **env)
+            for simulator, dsn in zip((errors_and_hangs, failing_simulator), with_password)]
+    answers = [answer for api in apis for answer in post_all(api.url, [marked_ticket(1) for _ in range(8)], 4)]
+    assert {"ai_busy", "ai_unavailable", "ai_timeout"} <= {answer.json().get("error") for answer in answers}
+    assert stop_embedded(own_database.pgdata)
+    try:
+        for api in apis:
+            lost = post_all(api.url, [marked_ticket(1)], 1) + [httpx.get(f"{api.url}/v1/tickets/1", timeout=30)]
+            assert [answer.json() for answer in lost] == [{"error": "db_unavailable",
+                                                            "detail": "the database is unavailable"}] * 2
+            answers += lost
+    finally:
+        embedded_dsn(own_database.pgdata)
+    for api in apis:
+        api.stop()
+        log = api.log_path.read_text()
+        assert "db_unavailable: " in log and "HTTP Request: POST" in log  # the causes went to the log
+        seen.append(log)
+    seen += [answer.text + str(answer.headers) for answer in answers]
+    assert not [text for text in seen if password in text or key in text]
 
 
 def test_settings_never_show_the_key():
@@ -216,8 +263,11 @@ def test_an_unsafe_request_id_is_replaced_before_it_is_echoed_or_logged(logged_a
     assert status_line.startswith(b"HTTP/1.1 200")
     echoed = [line.split(b":", 1)[1].strip() for line in header_lines if line.lower().startswith(b"x-request-id:")]
     assert len(echoed) == 1 and echoed[0] != sent and SAFE_REQUEST_ID.fullmatch(echoed[0].decode())
-    logged = [record.getMessage() for record in caplog.records if "GET /health" in record.getMessage()]
-    assert logged and logged[-1].endswith(f"id={echoed[0].decode()}")
+    deadline = time.monotonic() + 5  # the line is logged once the answer is sent: it may come after the answer
+    while not (logged := [r.getMessage() for r in caplog.records if "GET /health" in r.getMessage()]):
+        assert time.monotonic() < deadline, "no request line logged"
+        time.sleep(0.01)
+    assert logged[-1].endswith(f"id={echoed[0].decode()}")
 
 
 def test_a_safe_request_id_is_echoed_and_logged(logged_api, caplog):

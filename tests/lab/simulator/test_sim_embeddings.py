@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simulator.embeddings import cosine, embed_text
+from simulator.validate import MAX_EMBEDDING_VALUES
 
 BILLING = ["I was charged twice, please refund the duplicate payment",
            "Refund request: duplicate charge on my card",
@@ -56,3 +57,14 @@ def test_the_endpoint_honours_dimensions_and_keeps_the_input_order(http):
     assert len(single["data"][0]["embedding"]) == 1536
     assert single["usage"]["prompt_tokens"] == single["usage"]["total_tokens"] > 0
     assert answer.headers["x-sim-operation"] == "embed"
+
+
+def test_one_call_may_ask_for_at_most_a_mebi_of_numbers(http):
+    """inputs x dimensions is capped (2048 x 3072 used to send 25 MB); the cap is far above the lab's 1 x 256."""
+    over = http.post("/v1/embeddings", json={"model": "m", "input": ["a"] * 342, "dimensions": 3072})
+    assert over.status_code == 400
+    error = over.json()["error"]
+    assert (error["type"], error["param"]) == ("invalid_request_error", "input")
+    assert "342 inputs x 3072 dimensions" in error["message"] and f"{MAX_EMBEDDING_VALUES:,}" in error["message"]
+    at_the_cap = http.post("/v1/embeddings", json={"model": "m", "input": ["a"] * 2048, "dimensions": 512})
+    assert at_the_cap.status_code == 200 and len(at_the_cap.json()["data"]) == 2048

@@ -23,13 +23,15 @@ def lab_database_url(database_url: str) -> Iterator[str]:
 
 @pytest.fixture
 def served_api(lab_database_url: str):
-    """`with served_api(mode, provider) as url:` the API on a real server in a thread, on the small data set."""
+    """`with served_api(mode, provider) as url:` the API on a real server in a thread, on the small data set.
+
+    Without a provider it makes its own real one: pass `provider_url=...` (and any other setting).
+    """
 
     @contextmanager
-    def start(mode: str, provider: FakeProvider) -> Iterator[str]:
-        settings = load_settings(_env_file=None, database_url=lab_database_url, intake_mode=mode,
-                                 db_pool_min_size=1, log_level="WARNING")
-        with serve(create_app(settings, provider)) as url:
+    def start(mode: str, provider: FakeProvider | None = None, **settings: object) -> Iterator[str]:
+        values = {"intake_mode": mode, "db_pool_min_size": 1, "log_level": "WARNING", **settings}
+        with serve(create_app(load_settings(_env_file=None, database_url=lab_database_url, **values), provider)) as url:
             yield url
 
     return start

@@ -16,7 +16,7 @@ from tests.lab.tools.commands import listening, run_module
 
 def a_pass(mode: str, total_s: float, answers: int, median_ms: float | None, slowest_ms: float | None) -> dict:
     """One pass of scripts.stall as measure_modes records it."""
-    return {"mode": mode, "url": "http://127.0.0.1:1", "simulator_url": "http://127.0.0.1:2", "total_s": total_s,
+    return {"mode": mode, "loop": "asyncio", "url": "http://127.0.0.1:1", "simulator_url": "http://127.0.0.1:2", "total_s": total_s,
             "statuses": [201],
             "health_answers": answers, "health_median_ms": median_ms, "health_slowest_ms": slowest_ms}
 
@@ -36,7 +36,7 @@ def test_the_table_shows_a_stalled_health_in_seconds_and_a_free_one_in_milliseco
     rows = summarize({"blocking": [a_pass("blocking", 18.84, 3, 8737.2, 9824.7)],
                       "async": [a_pass("async", 5.43, 51, 3.42, 6.0)]})
     lines = render(rows, passes=1, speed=1).splitlines()
-    assert "median of 1 pass" in lines[0] and "course: median of 5 passes" in lines[0]
+    assert "on asyncio's event loop, median of 1 pass" in lines[0] and "course: median of 5 passes" in lines[0]
     assert re.fullmatch(r"blocking\s+18\.8 s\s+3\s+8\.74 s\s+9\.82 s\s+\|\s+18\.8 s\s+3\s+8\.74 s\s+9\.82 s", lines[2])
     assert re.fullmatch(r"async\s+5\.4 s\s+51\s+3\.4 ms\s+6\.0 ms\s+\|\s+5\.4 s\s+51\s+3\.4 ms\s+6\.0 ms", lines[3])
     assert "speed 0.05" in render(rows, passes=1, speed=0.05).splitlines()[0]
@@ -70,7 +70,10 @@ def test_a_quick_comparison_shows_the_stall_writes_its_files_and_stops_everythin
     names = sorted(os.path.basename(path) for path in figures["files"])
     assert names == ["compare.csv", "compare.json", "health-medians.svg", "timeline-async.svg",
                      "timeline-blocking.svg", "timeline-thread.svg"]
-    assert (tmp_path / "compare.csv").read_text().splitlines()[1].startswith("blocking,1,")
+    assert (tmp_path / "compare.csv").read_text().splitlines()[1].startswith("blocking,asyncio,1,")
+    runs = json.loads((tmp_path / "compare.json").read_text())["runs"]
+    assert all(len(ticket["provider_calls"]) == 3 for passes in runs.values() for ticket in passes[0]["ticket_runs"])
+    assert 'id="ticket-8-call-3"' in (tmp_path / "timeline-thread.svg").read_text()
     assert not any(listening(row["api_url"]) or listening(row["simulator_url"]) for row in rows.values())
     assert "blocking, pass 1/1" in result.stderr
 
@@ -94,3 +97,9 @@ def test_sigterm_stops_the_comparison_and_everything_it_started(lab_database_url
     assert process.returncode == 130
     assert rest.strip().endswith("interrupted") and "Traceback" not in rest
     assert len(urls) == 2 and not any(listening(url) for url in urls)
+
+
+def test_unknown_loops_are_a_usage_error():
+    result = run_module("scripts.compare", "--loop", "asyncio,trio")
+    assert result.returncode == 2
+    assert "'trio': give asyncio or uvloop" in result.stderr

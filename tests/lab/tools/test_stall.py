@@ -10,7 +10,7 @@ import httpx
 from scripts import dataset
 from scripts.dataset import random_ticket
 from scripts.measure import error_code, server_timing
-from scripts.stall import measure_stall, report
+from scripts.stall import measure_stall, report, send_ticket
 from tests.fakes import FakeProvider
 from tests.lab.tools.commands import run_module
 from ticket_api.errors import ProviderBusy
@@ -61,6 +61,49 @@ def test_the_error_code_and_the_provider_time_come_from_the_answer():
     assert server_timing(busy).get("ai") is None
 
 
+class RecordingTransport(httpx.AsyncBaseTransport):
+    """Answers 201 with the ticket it read; records when it had each request's headers and body.
+
+    `refuse` tickets fail as a refused connection would: before anything is sent.
+    """
+
+    def __init__(self, refuse: int = 0):
+        self.refuse, self.seen, self.events = refuse, 0, []
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.seen += 1
+        if self.seen <= self.refuse:
+            raise httpx.ConnectError("connection refused", request=request)
+        self.events.append("headers")
+        body = await request.aread()
+        self.events.append("body")
+        return httpx.Response(201, json=json.loads(body))
+
+
+def send_group(transport: RecordingTransport, size: int) -> list[dict]:
+    """Send `size` tickets as scripts.stall sends a group; each one's outcome."""
+    async def group() -> list[dict]:
+        together = asyncio.Barrier(size)
+        async with httpx.AsyncClient(transport=transport, base_url="http://api") as client:
+            tickets = [random_ticket(random.Random(number)) for number in range(size)]
+            sent = asyncio.gather(*(send_ticket(client, n, ticket, 0.0, together) for n, ticket in enumerate(tickets)))
+            return await asyncio.wait_for(sent, 10)
+
+    return asyncio.run(group())
+
+
+def test_a_group_sends_every_body_once_every_ticket_has_sent_its_headers():
+    transport = RecordingTransport()
+    runs = send_group(transport, 4)
+    assert [run["status"] for run in runs] == [201] * 4
+    assert transport.events == ["headers"] * 4 + ["body"] * 4
+
+
+def test_a_ticket_that_cannot_be_sent_does_not_hold_back_the_rest_of_its_group():
+    runs = send_group(RecordingTransport(refuse=1), 3)
+    assert [(run["status"], run["error"]) for run in runs] == [(None, "ConnectError"), (201, None), (201, None)]
+
+
 def stall_in(served_api, mode: str) -> dict:
     """One stall run against the API in `mode`, with a provider that takes CALL_S a call."""
     with served_api(mode, FakeProvider(CALL_S)) as url:
@@ -87,10 +130,12 @@ def test_the_command_prints_two_lines_and_draws_the_timeline(served_api, tmp_pat
     assert result.returncode == 0, result.stderr
     assert TWO_LINES.fullmatch(result.stdout)
     assert timeline.read_text().lstrip().startswith("<?xml") and "ticket 8" in timeline.read_text()
+    # A fake provider makes no HTTP call, so the API reports no provider calls and the chart makes none up.
+    assert "answer without X-Provider-Calls" in timeline.read_text()
     figures = json.loads(as_json.stdout)
     assert figures["statuses"] == [201] and figures["tickets"] == 3 and figures["concurrency"] == 2
     assert [run["ticket"] for run in figures["ticket_runs"]] == [1, 2, 3]
-    assert all(run["end_s"] > run["start_s"] for run in figures["ticket_runs"])
+    assert all(run["end_s"] > run["start_s"] and run["provider_calls"] == [] for run in figures["ticket_runs"])
     assert all(set(probe) == {"start_s", "ms"} for probe in figures["probes"])
 
 

@@ -1,0 +1,34 @@
+"""The API names its event loop at start-up, and warns on uvloop: a real `python -m uvicorn` process on each loop."""
+
+import importlib.util
+
+import pytest
+
+from scripts import stack
+
+UVLOOP_MISSING = importlib.util.find_spec("uvloop") is None
+
+
+def start_up_lines(loop: str, database_url: str, tmp_path) -> list[str]:
+    """The log lines of an API started on `loop` at the default LOG_LEVEL, up to its first answer to /health."""
+    unreachable_provider = f"http://127.0.0.1:{stack.free_port()}/v1"  # start-up does not call the provider
+    api = stack.api(unreachable_provider, env={"DATABASE_URL": database_url, "LOG_LEVEL": "INFO"},
+                    log_dir=tmp_path, loop=loop)
+    with api:
+        return api.log_path.read_text().splitlines()
+
+
+def test_on_asyncio_the_api_names_its_loop_and_warns_of_nothing(database_url, tmp_path):
+    lines = start_up_lines("asyncio", database_url, tmp_path)
+    assert "INFO ticket_api.watchdog: event loop: asyncio (_UnixSelectorEventLoop)" in lines
+    assert not [line for line in lines if line.startswith("WARNING")]
+
+
+@pytest.mark.skipif(UVLOOP_MISSING, reason='uvloop is not installed: pip install -e ".[uvloop]"')
+def test_on_uvloop_the_api_warns_that_blocking_mode_differs_from_the_course(database_url, tmp_path):
+    lines = start_up_lines("uvloop", database_url, tmp_path)
+    assert "INFO ticket_api.watchdog: event loop: uvloop (Loop)" in lines
+    warnings = [line for line in lines if line.startswith("WARNING")]
+    assert len(warnings) == 1
+    assert "INTAKE_MODE=blocking's /health figures differ from the course's" in warnings[0]
+    assert "python -m pip uninstall -y uvloop" in warnings[0] and "--loop asyncio" in warnings[0]
