@@ -85,32 +85,30 @@ class StopSignal:
 
     def __init__(self) -> None:
         self.is_set = False
-        self._future: asyncio.Future | None = None
-
-    def future(self) -> asyncio.Future:
-        """A future that completes when the signal is set (made on first use, inside the event loop)."""
-        if self._future is None:
-            self._future = asyncio.get_running_loop().create_future()
-            if self.is_set:
-                self._future.set_result(None)
-        return self._future
+        self.waiting: set[ClientWatch] = set()
 
     def set(self) -> None:
         """Wake every waiting call."""
         self.is_set = True
-        if self._future is not None and not self._future.done():
-            self._future.set_result(None)
+        for watch in self.waiting:
+            watch.wake()
 
 
 class ClientWatch:
-    """Waits for a call's delay, but wakes early when the client hangs up or the server stops."""
+    """Waits for a call's delay, but wakes early when the client hangs up or the server stops.
 
-    __slots__ = ("_receive", "_stop", "_waiter", "gone")
+    The call's own task awaits the client's disconnect under a timeout set to the deadline: no
+    second task per call, and no future shared by all calls (removing a callback from a shared
+    future scans every waiting call's). A waiting call keeps few objects alive, because the
+    garbage collector's young passes walk them all while the event loop stands still.
+    """
+
+    __slots__ = ("_receive", "_stop", "_timeout", "gone")
 
     def __init__(self, receive, stop: StopSignal) -> None:
         self._receive = receive
         self._stop = stop
-        self._waiter: asyncio.Future | None = None
+        self._timeout: asyncio.Timeout | None = None
         self.gone = False
 
     async def wait_until(self, deadline: float) -> bool:
@@ -120,22 +118,20 @@ class ClientWatch:
         seconds = deadline - time.monotonic()
         if seconds <= 0:
             return True
-        if self._waiter is None:
-            self._waiter = asyncio.ensure_future(self._wait_for_disconnect())
-        done, _ = await asyncio.wait((self._waiter, self._stop.future()), timeout=seconds,
-                                     return_when=asyncio.FIRST_COMPLETED)
-        self.gone = self._waiter in done
-        return not done
+        self._stop.waiting.add(self)
+        try:
+            async with asyncio.timeout(seconds) as self._timeout:
+                while (await self._receive())["type"] != "http.disconnect":
+                    pass
+        except TimeoutError:
+            return not self._stop.is_set
+        finally:
+            self._stop.waiting.discard(self)
+            self._timeout = None
+        self.gone = True
+        return False
 
-    async def _wait_for_disconnect(self) -> None:
-        """Return when the server reports that the client went away."""
-        while (await self._receive())["type"] != "http.disconnect":
-            pass
-
-    def close(self) -> None:
-        """Stop watching (call when the answer is sent)."""
-        if self._waiter is not None:
-            self._waiter.cancel()
-            # Dropping the task breaks the cycle watch -> task -> traceback -> frame -> watch,
-            # which otherwise left garbage that stalled the event loop in full collections.
-            self._waiter = None
+    def wake(self) -> None:
+        """End the wait now, as if its deadline had come (the server is stopping)."""
+        if self._timeout is not None and not self._timeout.expired():
+            self._timeout.reschedule(asyncio.get_running_loop().time())

@@ -2,12 +2,17 @@
 
 Starts the simulator as a subprocess on a free loopback port, drives it with load-generator
 processes (simulator.loadgen), prints its figures against their targets, and always stops
-every process it started. Exit code 0: all targets met; 1: a target missed; 2: could not run.
+every process it started. The delay the simulator adds is judged against simulator.reference,
+a server that only sleeps, driven the same way on the same loop in alternate rounds: what the
+generators and the loop cost by themselves is not the simulator's. Exit code 0: all targets met; 1: a target
+missed; 2: could not run.
 """
 
+import importlib.util
 import json
 import os
 import random
+import statistics
 import string
 import subprocess
 import sys
@@ -25,6 +30,9 @@ TARGET_IN_FLIGHT = 1000
 TARGET_HEALTH_P99_MS = 25.0  # a blocked event loop would show hundreds of milliseconds
 TARGET_EMBED_MS = 0.5  # the data loader embeds thousands of historical tickets with it
 START_TIMEOUT_S = 15.0
+# The reference and the simulator take turns, and each figure is its median round: another
+# program's burst of work on the machine then spoils one round, not the comparison.
+ROUNDS = 3
 
 
 class Processes:
@@ -53,14 +61,19 @@ class Processes:
                 process.stdout.close()
 
 
-def start_simulator(processes: Processes, *flags: str) -> int:
-    """Start the simulator on a free port with the quota off; return its port."""
-    process = processes.start(["-m", "simulator", "--host", "127.0.0.1", "--port", "0", "--quota", "0", *flags],
+def start_server(processes: Processes, module: str, *flags: str) -> int:
+    """Start `python -m module` (the simulator or the reference) on a free loopback port; return the port."""
+    process = processes.start(["-m", module, "--host", "127.0.0.1", "--port", "0", *flags],
                               stdout=subprocess.PIPE, text=True)
     line = process.stdout.readline()  # the one start-up line names the port
     if "serving http://" not in line:
-        raise RuntimeError(f"the simulator did not start (exit code {process.wait(timeout=START_TIMEOUT_S)})")
+        raise RuntimeError(f"{module} did not start (exit code {process.wait(timeout=START_TIMEOUT_S)})")
     return int(line.split("serving http://", 1)[1].split("/", 1)[0].rsplit(":", 1)[1])
+
+
+def start_simulator(processes: Processes, *flags: str) -> int:
+    """Start the simulator on a free port with the quota off; return its port."""
+    return start_server(processes, "simulator", "--quota", "0", *flags)
 
 
 def run_load(processes: Processes, port: int, workers: int, connections: int, duration_s: float,
@@ -106,9 +119,15 @@ def progress(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def check(name: str, value: float, passed: bool, target: str, unit: str) -> dict:
-    """One figure of the report."""
+def check(name: str, value: float, passed: bool | None, target: str, unit: str) -> dict:
+    """One figure of the report; `passed` is None for a figure shown without a target."""
     return {"figure": name, "value": round(value, 2), "unit": unit, "target": target, "pass": passed}
+
+
+def event_loop() -> str:
+    """The loop and HTTP parser uvicorn picks in this environment (the servers' and the generators')."""
+    loop = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"
+    return f"{loop} + {'httptools' if importlib.util.find_spec('httptools') else 'h11'}"
 
 
 def embed_text_cost_ms(texts: int = 2000, words: int = 60, dimensions: int = 256) -> float:
@@ -122,8 +141,15 @@ def embed_text_cost_ms(texts: int = 2000, words: int = 60, dimensions: int = 256
     return (time.perf_counter() - started) * 1000 / texts
 
 
+def added_delays_ms(processes: Processes, port: int, duration_s: float) -> list[float]:
+    """Each call's client-side time minus the delay the server says it applied, with 500 calls in flight."""
+    load = run_load(processes, port, workers=2, connections=250, duration_s=duration_s, ramp_s=2.0)
+    return [(end - start) * 1000 - float(delay_ms) for start, end, status, delay_ms in load["measured"]
+            if status == 200]
+
+
 def measure(processes: Processes, duration_s: float) -> list[dict]:
-    """Run the three load phases and return the five figures."""
+    """Run the three load phases and return the figures."""
     cost_ms = embed_text_cost_ms()
     figures = [check("embed_text, 60 new words at 256 dimensions", cost_ms, cost_ms <= TARGET_EMBED_MS,
                      f"<= {TARGET_EMBED_MS:g}", "ms")]
@@ -136,15 +162,21 @@ def measure(processes: Processes, duration_s: float) -> list[dict]:
                          f">= {TARGET_THROUGHPUT}", "calls/s"))
     processes.stop_all()
 
-    progress("phase 2/3: 500 concurrent calls replaying the bundled recording at --speed 1 ...")
-    port = start_simulator(processes, "--speed", "1")
-    load = run_load(processes, port, workers=2, connections=250, duration_s=2 * duration_s, ramp_s=2.0)
-    added_ms = [(end - start) * 1000 - float(delay_ms) for start, end, status, delay_ms in load["measured"]
-                if status == 200]
-    added_p99 = percentile(added_ms, 0.99)
-    figures.append(check(f"added delay p99 at 500 concurrent (p50 {percentile(added_ms, 0.5):.2f} ms, "
-                         f"{len(added_ms)} calls)", added_p99, added_p99 <= TARGET_ADDED_P99_MS,
-                         f"<= {TARGET_ADDED_P99_MS:g}", "ms"))
+    progress(f"phase 2/3: 500 concurrent calls replaying the bundled recording, {ROUNDS} rounds"
+             " on the reference server and on the simulator in turn ...")
+    ports = {"reference server": start_server(processes, "simulator.reference"),
+             "simulator": start_simulator(processes, "--speed", "1")}
+    p99s: dict[str, list[float]] = {name: [] for name in ports}
+    for number in range(1, ROUNDS + 1):
+        for name, port in ports.items():
+            progress(f"  round {number}/{ROUNDS}: {name}")
+            p99s[name].append(percentile(added_delays_ms(processes, port, duration_s), 0.99))
+    for name, rounds in p99s.items():
+        figures.append(check(f"added delay p99 per round, {name}: {' / '.join(f'{p99:.2f}' for p99 in rounds)}; median",
+                             statistics.median(rounds), None, "", "ms"))
+    own_p99 = statistics.median(p99s["simulator"]) - statistics.median(p99s["reference server"])
+    figures.append(check("simulator's own added p99 (simulator - reference), 500 concurrent", own_p99,
+                         own_p99 <= TARGET_ADDED_P99_MS, f"<= {TARGET_ADDED_P99_MS:g}", "ms"))
 
     progress("phase 3/3: 1,200 connections waiting at once, /health probed every 20 ms ...")
     load = run_load(processes, port, workers=2, connections=600, duration_s=duration_s, ramp_s=1.0,
@@ -162,7 +194,7 @@ def measure(processes: Processes, duration_s: float) -> list[dict]:
 def main(argv: list[str] | None = None) -> int:
     """Run the bench and print the figures with pass/fail."""
     parser = cli.OneLineParser(prog="python -m simulator.bench", description=__doc__.splitlines()[0])
-    parser.add_argument("--duration", type=float, default=5.0, help="seconds per load phase (default 5)")
+    parser.add_argument("--duration", type=float, default=5.0, help="seconds of load per phase and per round (default 5)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
     if args.duration <= 0:
@@ -178,16 +210,18 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         processes.stop_all()
     if args.json:
-        print(json.dumps({"cores": os.cpu_count(), "figures": figures}))
+        print(json.dumps({"cores": os.cpu_count(), "loop": event_loop(), "figures": figures}))
     else:
         print(f"simulator bench, {os.cpu_count()} cores, {time.strftime('%Y-%m-%d %H:%M')}"
-              " (raw ASGI on uvicorn, uvloop + httptools where installed; quota off)")
+              f" (raw ASGI on uvicorn, {event_loop()}; quota off)")
         for figure in figures:
-            verdict = "PASS" if figure["pass"] else "FAIL"
-            print(f"  {figure['figure']:<62} {figure['value']:>10,.2f} {figure['unit']:<8}"
-                  f" target {figure['target']:<8} {verdict}")
-    return cli.EXIT_OK if all(figure["pass"] for figure in figures) else cli.EXIT_CHECK_FAILED
-
+            verdict = {True: "PASS", False: "FAIL", None: ""}[figure["pass"]]
+            target = f"target {figure['target']:<8}" if figure["target"] else ""
+            print(f"  {figure['figure']:<72} {figure['value']:>9,.2f} {figure['unit']:<8} {target:<15} {verdict}".rstrip())
+        print("  The added-delay target is judged on the simulator's own share: the reference server only sleeps,\n"
+              "  on the same loop and load generators, so its figure is what they cost by themselves (median of\n"
+              f"  {ROUNDS} rounds each, taken in turn).")
+    return cli.EXIT_OK if all(figure["pass"] is not False for figure in figures) else cli.EXIT_CHECK_FAILED
 
 if __name__ == "__main__":
     sys.exit(main())

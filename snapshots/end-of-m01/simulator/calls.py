@@ -83,12 +83,10 @@ async def handle_embeddings(sim: Simulation, request: Request) -> None:
 def waiting_call(sim: Simulation, request: Request):
     """Count the call as in flight (for --slowdown) and watch its client until the answer is sent."""
     sim.in_flight += 1
-    watch = ClientWatch(request.receive, sim.stop_signal)
     try:
-        yield watch
+        yield ClientWatch(request.receive, sim.stop_signal)
     finally:
         sim.in_flight -= 1
-        watch.close()
 
 
 def raise_if_stopping(sim: Simulation) -> None:

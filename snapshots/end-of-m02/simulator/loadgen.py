@@ -17,7 +17,7 @@ from simulator import cli
 
 try:
     from uvloop import run as run_loop
-except ImportError:  # no uvloop on Windows
+except ImportError:  # the lab's default install, and Windows: asyncio's own loop, as uvicorn picks
     run_loop = asyncio.run
 
 # The three calls of one ticket, in the order the ticket API makes them.

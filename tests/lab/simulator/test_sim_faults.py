@@ -1,5 +1,6 @@
 """Faults: forced with X-Sim-Fault, seeded --error-rate and --hang-rate, --slowdown under load."""
 
+import threading
 import time
 
 import httpx
@@ -92,3 +93,29 @@ def test_the_slowdown_grows_with_calls_in_flight(server_factory, tmp_path):
     crowded = [float(answer.headers["x-sim-delay-ms"])
                for answer in post_many(sim.base_url, "/v1/chat/completions", [chat_body()] * 20, concurrency=20)]
     assert max(crowded) >= 5 * alone
+
+
+def test_a_caller_that_gives_up_stops_counting_as_in_flight_at_once(server_factory, tmp_path):
+    """A hanging call slows the others (--slowdown) while its client waits, and no longer once it hangs up."""
+    recording = write_recording(tmp_path / "flat.jsonl", [recorded_call(operation, 100.0)
+                                                           for operation in ("classify", "draft", "embed")])
+    sim = server_factory("--recording", str(recording), "--speed", "0.05", "--quota", "0", "--slowdown", "100")
+    outcome = []
+
+    def give_up() -> None:
+        try:
+            impatient.post("/v1/embeddings", json={"model": "e", "input": "hi"}, headers={"X-Sim-Fault": "hang"})
+        except httpx.ReadTimeout:
+            outcome.append("gave up")
+
+    with sim.client(timeout=1.0) as impatient, sim.client() as client:
+        hanging = threading.Thread(target=give_up)
+        hanging.start()
+        time.sleep(0.3)
+        beside_it = float(client.post("/v1/chat/completions", json=chat_body()).headers["x-sim-delay-ms"])
+        hanging.join()
+        time.sleep(0.2)
+        after_it = float(client.post("/v1/chat/completions", json=chat_body()).headers["x-sim-delay-ms"])
+    assert outcome == ["gave up"]
+    assert beside_it == pytest.approx(100 * 0.05 * 3)  # two calls in flight
+    assert after_it == pytest.approx(100 * 0.05 * 2)  # only itself
