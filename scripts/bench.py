@@ -28,7 +28,7 @@ from typing import Iterator
 import orjson
 import psutil
 
-from scripts.cli import CommandError, parse_levels, progress, run
+from scripts.cli import CommandError, parse_levels, positive_int, progress, run
 from scripts.lab_stack import Clock, event_loop, format_table, output_folder, running_lab
 from scripts.measure import percentile, server_timing
 from scripts.dataset import random_ticket
@@ -36,6 +36,7 @@ from simulator.loadgen import run_load
 from ticket_api.embedded import PGDATA
 
 HEALTH_INTERVAL_S = 0.1
+PROFILE_RATE = 100  # py-spy samples per second
 TARGETS = {8: 0.95, 128: 0.90, 256: 0.85}  # async tickets/s as a share of the limit
 HEALTH_P99_TARGET_MS = 50  # at 128 users
 OVERHEAD_P50_TARGET_MS = 10  # server time minus provider time, at 8 users
@@ -57,6 +58,11 @@ class Level:
     overhead_p50_ms: float
     health_p99_ms: float
     cpu_ms_per_ticket: dict
+
+    @property
+    def api_cpu_ms_per_ticket(self) -> float:
+        """The API's CPU per ticket: its event-loop thread and its other threads."""
+        return self.cpu_ms_per_ticket["api loop"] + self.cpu_ms_per_ticket["api threads"]
 
 
 def ticket_requests(host: str, port: int, count: int = 500, seed: int = 7) -> list[bytes]:
@@ -84,17 +90,26 @@ def processes(api_pid: int, simulator_pid: int) -> dict[str, list[psutil.Process
 
 
 def cpu_seconds(groups: dict[str, list[psutil.Process]]) -> dict[str, float]:
-    """CPU seconds (user + system) each group has used so far."""
+    """CPU seconds (user + system) each group has used so far; the API's split into its loop and other threads.
+
+    A process's main thread (its thread id is the pid) runs uvicorn's event loop; the others are
+    AnyIO's worker threads (the database calls), the watchdog and psycopg's pool.
+    """
     totals = {}
     for role, members in groups.items():
-        total = 0.0
+        total = loop = 0.0
         for process in members:
             try:
                 times = process.cpu_times()
                 total += times.user + times.system
+                if role == "api":
+                    loop += sum(t.user_time + t.system_time for t in process.threads() if t.id == process.pid)
             except psutil.NoSuchProcess:
                 pass
-        totals[role] = total
+        if role == "api":
+            totals["api loop"], totals["api threads"] = loop, total - loop
+        else:
+            totals[role] = total
     return totals
 
 
@@ -139,14 +154,15 @@ def measure(mode: str, users: int, duration_s: float, ticket_s: float, api, grou
 
 @contextmanager
 def sampled(pid: int, profile_to: Path | None, delay_s: float, duration_s: float) -> Iterator[None]:
-    """With a path: py-spy samples the process's stacks for `duration_s` after `delay_s` (raw format)."""
+    """With a path: py-spy samples, for `duration_s` after `delay_s`, the stack of the thread holding the GIL (raw format)."""
     if profile_to is None:
         yield
         return
     py_spy = shutil.which("py-spy", path=os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")]))
     if py_spy is None:
         raise CommandError("--profile needs py-spy: pip install py-spy")
-    command = f"sleep {delay_s:.1f}; exec {py_spy} record -p {pid} -d {int(duration_s)} -r 100 -f raw -o {profile_to} --nonblocking"
+    command = (f"sleep {delay_s:.1f}; exec {py_spy} record -p {pid} -d {int(duration_s)} -r {PROFILE_RATE} -f raw "
+               f"-o {profile_to} --threads --gil --nonblocking")
     spy = subprocess.Popen(["sh", "-c", command], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         yield
@@ -154,22 +170,33 @@ def sampled(pid: int, profile_to: Path | None, delay_s: float, duration_s: float
         spy.wait(timeout=duration_s + 30)
 
 
-def top_of_profile(path: Path, count: int = 12) -> list[str]:
-    """Where the API's event-loop thread spent its samples (py-spy raw profile): idle, then by package."""
-    by_package, samples = {}, 0
+def profile_shares(path: Path, seconds: float, rate: int, count: int = 8) -> list[str]:
+    """Where the API's threads spent their CPU (py-spy raw profile, --threads): each kind's share of a core,
+    then its busiest packages and functions (the innermost frame of each sample)."""
+    kinds: dict[str, dict] = {}
     for line in path.read_text().splitlines():
         stack, _, number = line.rpartition(" ")
-        frames = stack.split(";")
-        if not any(frame.startswith("Runner.run ") for frame in frames):
-            continue  # not the event loop's thread
-        samples += int(number)
-        innermost = frames[-1]
-        # "function (package/module.py:line)": waiting in the loop itself is idle time.
-        where = innermost.partition(" (")[2].split("/")[0].split(":")[0].removesuffix(".py") or "?"
-        package = "(idle: waiting for events)" if innermost.startswith("Runner.run ") else where
-        by_package[package] = by_package.get(package, 0) + int(number)
-    ranked = sorted(by_package.items(), key=lambda item: -item[1])
-    return [f"{n / samples:6.1%}  {package}" for package, n in ranked[:count]]
+        thread, *frames = stack.split(";")
+        name = thread.partition(": ")[2]
+        kind = ("event-loop thread" if name == "MainThread" else
+                "worker threads" if name.startswith("AnyIO worker") else "other threads")
+        figures = kinds.setdefault(kind, {"samples": 0, "package": {}, "function": {}})
+        figures["samples"] += int(number)
+        innermost = frames[-1] if frames else "?"
+        # "function (package/module.py:line)"
+        function, _, where = innermost.partition(" (")
+        package = where.split("/")[0].split(":")[0].removesuffix(".py") or "?"
+        module = where.rpartition(":")[0]
+        for table, key in ((figures["package"], package), (figures["function"], f"{function} ({module})")):
+            table[key] = table.get(key, 0) + int(number)
+    lines = []
+    for kind, figures in sorted(kinds.items(), key=lambda item: -item[1]["samples"]):
+        samples = figures["samples"]
+        lines.append(f"{kind}: {samples / (seconds * rate):.0%} of a core")
+        for table in ("package", "function"):
+            ranked = sorted(figures[table].items(), key=lambda item: -item[1])[:count]
+            lines += [f"  {n / samples:6.1%}  {key}" for key, n in ranked]
+    return lines
 
 
 def calibrate(api, duration_s: float, loop: str) -> tuple[float, float]:
@@ -186,13 +213,16 @@ def report(levels: list[Level], ticket_s: float, ticket_error_s: float, client: 
     headers = ["mode", "users", "tickets/s", "limit", "of limit", "p50 ms", "p95 ms", "API CPU ms/ticket",
                "all CPU ms/ticket", "/health p99 ms", "failed"]
     rows = [[lv.mode, lv.users, f"{lv.tickets_per_s:.2f}", f"{lv.limit:.2f}", f"{lv.ratio:.0%}", f"{lv.p50_ms:,.0f}",
-             f"{lv.p95_ms:,.0f}", f"{lv.cpu_ms_per_ticket['api']:.1f}", f"{sum(lv.cpu_ms_per_ticket.values()):.1f}",
+             f"{lv.p95_ms:,.0f}", f"{lv.api_cpu_ms_per_ticket:.1f}", f"{sum(lv.cpu_ms_per_ticket.values()):.1f}",
              f"{lv.health_p99_ms:.1f}", lv.failed] for lv in levels]
     lines = [f"event loop: {loop}; async client: {client}; "
              f"T (one ticket, 2 users) = {ticket_s * 1000:,.0f} ± {ticket_error_s * 1000:.0f} ms "
              f"(standard error; the limits share its uncertainty, ±{ticket_error_s / ticket_s:.1%}); limit = users / T",
              "",
-             format_table(headers, rows), "", "targets:"]
+             format_table(headers, rows), "", "CPU ms per ticket, by process (and the API's by thread):", "",
+             format_table(["mode", "users", *levels[0].cpu_ms_per_ticket],
+                          [[lv.mode, lv.users, *(f"{ms:.2f}" for ms in lv.cpu_ms_per_ticket.values())] for lv in levels]),
+             "", "targets:"]
     for lv in levels:
         if lv.mode == "async" and lv.users in TARGETS:
             lines.append(_verdict(f"async at {lv.users} users >= {TARGETS[lv.users]:.0%} of the limit",
@@ -228,6 +258,8 @@ def main() -> int:
                         help="the API's PROVIDER_ASYNC_CLIENT (default %(default)s)")
     parser.add_argument("--loop", type=event_loop, default="asyncio",
                         help="the event loop of the API and of the load generator: asyncio (default) or uvloop")
+    parser.add_argument("--api-workers", type=positive_int, default=1,
+                        help="uvicorn worker processes of the async API (default %(default)s)")
     parser.add_argument("--profile", action="store_true",
                         help="sample the API with py-spy at the last async level; print its busiest functions")
     parser.add_argument("--out", help="folder for bench.json (default .lab/bench-DATE-TIME)")
@@ -239,7 +271,8 @@ def main() -> int:
     levels: list[Level] = []
     progress(f"bench on {machine()}")
     with running_lab(1.0, folder / "logs", clock) as lab:
-        with lab.api("async", env={"PROVIDER_ASYNC_CLIENT": args.async_client}, loop=args.loop) as api:
+        with lab.api("async", workers=args.api_workers, env={"PROVIDER_ASYNC_CLIENT": args.async_client},
+                     loop=args.loop) as api:
             groups = processes(api.process.pid, lab.simulator.process.pid)
             ticket_s, ticket_error_s = calibrate(api, args.calibration, args.loop)
             for count in users:
@@ -257,9 +290,9 @@ def main() -> int:
     table = report(levels, ticket_s, ticket_error_s, args.async_client, args.loop)
     print(json.dumps(result) if args.json else f"{machine()}\n{table}")
     if args.profile and not args.json:
-        print(f"\nthe API's event-loop thread at {users[-1]} users, share of samples by the package running "
+        print(f"\nthe API's CPU at {users[-1]} users, share of samples by the package and the function running "
               f"(py-spy, {folder / 'profile.txt'}):")
-        print("\n".join(top_of_profile(folder / "profile.txt")))
+        print("\n".join(profile_shares(folder / "profile.txt", args.duration, PROFILE_RATE)))
     return 0
 
 

@@ -113,10 +113,11 @@ def _claim_key(conn: psycopg.Connection, new: NewTicket, ticket_id: int) -> None
 
 
 def _insert_ai_results(conn: psycopg.Connection, ticket: dict, work: AiWork) -> Ticket:
+    # %b sends the embedding's 256 floats in binary: as text, psycopg would format each one in Python.
     results = conn.cursor(row_factory=dict_row).execute(
         """INSERT INTO ticket_ai_results (ticket_id, category, priority, draft_reply, embedding,
                classify_model, classify_ms, draft_model, draft_ms, embed_model, embed_ms)
-           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+           VALUES (%s, %s, %s, %s, %b, %s, %s, %s, %s, %s, %s)
            RETURNING category, priority, draft_reply""",
         (
             ticket["id"], work.category, work.priority, work.draft_reply, work.embedding,
