@@ -31,14 +31,7 @@ import psutil
 
 from scripts.toolkit.answers import server_timing
 from scripts.toolkit.cli import (
-    Clock,
-    CommandError,
-    format_table,
-    output_folder,
-    parse_levels,
-    positive_int,
-    progress,
-    run,
+    Clock, CommandError, format_table, output_folder, parse_levels, positive_int, progress, run,
 )
 from scripts.toolkit.dataset import random_ticket
 from scripts.toolkit.lab import event_loop, running_lab

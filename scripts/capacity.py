@@ -16,17 +16,9 @@ import psutil
 
 from scripts.toolkit import charts, course
 from scripts.toolkit.cli import (
-    Clock,
-    CommandError,
-    format_table,
-    output_folder,
-    parse_levels,
-    positive_float,
-    positive_int,
-    progress,
-    run,
+    Clock, format_table, output_folder, parse_levels, positive_float, positive_int, progress, run,
 )
-from scripts.toolkit.lab import event_loop, parse_modes, running_lab
+from scripts.toolkit.lab import EXIT_CODES, add_modes_argument, event_loop, running_lab
 from scripts.toolkit.load import SATURATED_CPU_SHARE
 from scripts.toolkit.locust import run_locust
 
@@ -129,10 +121,8 @@ def write_files(folder, rows: list[dict], runs: list[dict], speed: float, draw: 
 def main(argv: list[str] | None = None) -> int:
     """Parse the command line, run every mode, print and write the figures; exit code 1 if a ticket failed."""
     parser = argparse.ArgumentParser(prog="python -m scripts.capacity", description=__doc__.splitlines()[0],
-                                     epilog="Exit codes: 0 every ticket answered 201, 1 some did not, "
-                                            "2 a port is in use, a start-up failed or bad arguments.")
-    parser.add_argument("--modes", type=parse_modes, default=["thread", "blocking", "async"],
-                        help="INTAKE_MODE values in the order to run (default thread,blocking,async)")
+                                     epilog=EXIT_CODES)
+    add_modes_argument(parser, ["thread", "blocking", "async"])
     parser.add_argument("--users", type=parse_levels, default=[8], help="Locust users; 8,32,128 sweeps (default 8)")
     parser.add_argument("--duration", type=positive_int, default=40, help="seconds of load per run (default 40)")
     parser.add_argument("--passes", type=positive_int, default=1, help="runs per mode and users; medians (default 1)")
@@ -149,12 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.workers < 0:
         parser.error("--workers must be 0 or more")
 
-    try:
-        charts.load_pyplot()
-        draw = True
-    except CommandError as exc:
-        progress(f"warning: no chart: {exc}")
-        draw = False
+    draw = charts.can_draw("chart")
     folder = output_folder(args.out, "capacity")
     clock = Clock()
     with running_lab(args.speed, folder / "logs", clock) as lab:

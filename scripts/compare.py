@@ -12,20 +12,12 @@ import csv
 import json
 import statistics
 
-from scripts.stall import measure_stall
 from scripts.toolkit import charts, course
 from scripts.toolkit.cli import (
-    Clock,
-    CommandError,
-    format_table,
-    output_folder,
-    positive_float,
-    positive_int,
-    progress,
-    readable_ms,
-    run,
+    Clock, format_table, output_folder, positive_float, positive_int, progress, readable_ms, run,
 )
-from scripts.toolkit.lab import parse_loops, parse_modes, run_name, running_lab
+from scripts.toolkit.lab import EXIT_CODES, add_modes_argument, parse_loops, run_name, running_lab
+from scripts.toolkit.stalls import measure_stall
 
 FIGURES = ("total_s", "health_answers", "health_median_ms", "health_slowest_ms")
 
@@ -117,10 +109,8 @@ def write_files(folder, rows: list[dict], runs: dict, speed: float, draw: bool) 
 def main(argv: list[str] | None = None) -> int:
     """Parse the command line, run the comparison, print and write it; exit code 1 if a ticket failed."""
     parser = argparse.ArgumentParser(prog="python -m scripts.compare", description=__doc__.splitlines()[0],
-                                     epilog="Exit codes: 0 every ticket answered 201, 1 some did not, "
-                                            "2 a port is in use, a start-up failed or bad arguments.")
-    parser.add_argument("--modes", type=parse_modes, default=["blocking", "async", "thread"],
-                        help="INTAKE_MODE values in the order to run (default blocking,async,thread)")
+                                     epilog=EXIT_CODES)
+    add_modes_argument(parser, ["blocking", "async", "thread"])
     parser.add_argument("--loop", type=parse_loops, default=["asyncio"],
                         help="the API's event loop: asyncio (the course's, default), uvloop, or asyncio,uvloop "
                              "for a row per mode and loop")
@@ -134,12 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the rows as JSON instead of the table")
     args = parser.parse_args(argv)
 
-    try:
-        charts.load_pyplot()
-        draw = True
-    except CommandError as exc:
-        progress(f"warning: no charts: {exc}")
-        draw = False
+    draw = charts.can_draw("charts")
     folder = output_folder(args.out, "compare")
     clock = Clock()
     with running_lab(args.speed, folder / "logs", clock) as lab:

@@ -1,6 +1,6 @@
 """All the tools' drawing: the timeline of one stall run, compare's /health medians, capacity's tickets per second."""
 
-from scripts.toolkit.cli import CommandError, readable_ms
+from scripts.toolkit.cli import CommandError, progress, readable_ms
 
 
 def load_pyplot():
@@ -13,6 +13,16 @@ def load_pyplot():
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def can_draw(what: str) -> bool:
+    """True when matplotlib is installed; else a warning line that `what` will be missing."""
+    try:
+        load_pyplot()
+    except CommandError as exc:
+        progress(f"warning: no {what}: {exc}")
+        return False
+    return True
 
 
 CALLS = (("classify", "#08519c"), ("draft", "#3182bd"), ("embed", "#9ecae1"))  # do_ai_work's calls, in order
