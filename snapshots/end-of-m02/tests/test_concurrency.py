@@ -47,22 +47,18 @@ def one_ticket_alone(url: str) -> float:
     return time.perf_counter() - started
 
 
-def four_tickets_at_once(url: str, alone_s: float) -> Run:
+async def four_tickets_at_once(url: str, alone_s: float) -> Run:
     """Send 4 tickets at the same moment while GET /health is asked every 50 ms (the lab's /health prober)."""
-
-    async def send_them() -> tuple[list[int], float, list[float]]:
-        async with httpx.AsyncClient(base_url=url, timeout=30) as client, \
-                httpx.AsyncClient(base_url=url, timeout=30) as health_client:
-            done = asyncio.Event()
-            prober = asyncio.create_task(probe_health(health_client, 0.05, done))
-            started = time.perf_counter()
-            answers = await asyncio.gather(*(client.post("/v1/tickets", json=ticket(n)) for n in range(TICKETS)))
-            total_s = time.perf_counter() - started
-            done.set()
-            return [answer.status_code for answer in answers], total_s, times_ms(await prober)
-
-    statuses, total_s, health_ms = asyncio.run(send_them())
-    return Run(alone_s, total_s, statuses, health_ms)
+    async with httpx.AsyncClient(base_url=url, timeout=30) as client, \
+            httpx.AsyncClient(base_url=url, timeout=30) as health_client:
+        done = asyncio.Event()
+        prober = asyncio.create_task(probe_health(health_client, 0.05, done))
+        started = time.perf_counter()
+        answers = await asyncio.gather(*(client.post("/v1/tickets", json=ticket(n)) for n in range(TICKETS)))
+        total_s = time.perf_counter() - started
+        done.set()
+        health_ms = times_ms(await prober)
+    return Run(alone_s, total_s, [answer.status_code for answer in answers], health_ms)
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +68,7 @@ def runs(database_url) -> dict[str, Run]:
     for mode in ("thread", "blocking", "async"):
         settings = load_settings(_env_file=None, database_url=database_url, intake_mode=mode, log_level="WARNING")
         with serve(create_app(settings, FakeProvider(CALL_S))) as url:
-            measured[mode] = four_tickets_at_once(url, one_ticket_alone(url))
+            measured[mode] = asyncio.run(four_tickets_at_once(url, one_ticket_alone(url)))
     return measured
 
 
