@@ -1,17 +1,17 @@
-"""The course's published figures live in scripts/toolkit/course.toml: the README quotes exactly those."""
+"""The course's published figures live in scripts/toolkit/course.toml: the READMEs quote exactly those."""
 
 import re
 
 from scripts.toolkit import course
 from scripts.toolkit.cli import PROJECT_ROOT, readable_ms
 
-README = (PROJECT_ROOT / "README.md").read_text()
+READMES = "\n".join(path.read_text() for path in [PROJECT_ROOT / "README.md", *PROJECT_ROOT.glob("*/README.md")])
 
 
 def course_columns(first_header: str) -> dict[str, list[str]]:
-    """The cells right of `|` per mode, in every README output block whose course columns start with `first_header`."""
+    """The cells right of `|` per mode, in the READMEs' output blocks whose course columns start with `first_header`."""
     found: dict[str, list[str]] = {}
-    for block in README.split("```"):
+    for block in READMES.split("```"):
         if f"|  {first_header}" not in block:
             continue
         for line in block.splitlines():
