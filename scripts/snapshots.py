@@ -38,8 +38,8 @@ STUDENT_PARTS = ["pyproject.toml", ".env.example", ".gitignore", "ticket_api", "
                  "locustfiles"]
 # The lab's own tools and tests: not part of a student's project.
 ROOT_ONLY = {"scripts/snapshots.py", "scripts/compare.py", "scripts/capacity.py", "scripts/bench.py", "scripts/soak.py",
-             "scripts/toolkit/lessons.py", "scripts/toolkit/settings_table.py", "scripts/toolkit/course.py",
-             "scripts/toolkit/course.toml", "scripts/toolkit/locust.py", "tests/lab", "ticket_api/README.md",
+             "scripts/toolkit/lessons.py", "scripts/toolkit/course.py", "scripts/toolkit/course.toml",
+             "scripts/toolkit/locust.py", "tests/lab", "ticket_api/README.md",
              "scripts/README.md", "tests/README.md"}
 OWN_README = "README.md"  # each snapshot has its own, written for the student's project at that point
 SUITE_TIMEOUT_S = 900

@@ -4,8 +4,8 @@ import re
 from pathlib import Path
 
 import pytest
-from pydantic import SecretStr
 
+from scripts.toolkit.settings_table import shown_default
 from ticket_api.config import Settings, load_settings
 from ticket_api.errors import StartupError
 
@@ -21,17 +21,6 @@ def readme_defaults() -> dict[str, str]:
     return {found[1]: found[2].strip("`") for found in cells if found}
 
 
-def shown(value: object) -> str:
-    """A default as the README writes it: `unset`, `true`, `5`, `http://...`."""
-    if value is None:
-        return "unset"
-    if isinstance(value, SecretStr):
-        return value.get_secret_value()
-    if isinstance(value, bool):
-        return str(value).lower()
-    return f"{value:g}" if isinstance(value, float) else str(value)
-
-
 @pytest.fixture(autouse=True)
 def clean_environment(monkeypatch, tmp_path):
     """No lab variable from the terminal, and a working directory without .env."""
@@ -42,7 +31,7 @@ def clean_environment(monkeypatch, tmp_path):
 
 def test_defaults_match_the_readme():
     settings = load_settings()
-    assert readme_defaults() == {name: shown(getattr(settings, name.lower())) for name in ALL_VARIABLES}
+    assert readme_defaults() == {name: shown_default(getattr(settings, name.lower())) for name in ALL_VARIABLES}
 
 
 def test_the_environment_is_read(monkeypatch):

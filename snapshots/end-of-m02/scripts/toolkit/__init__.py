@@ -16,6 +16,7 @@ One home per idea, each module named after its noun:
 - charts: all drawing (stall's timeline, compare's and capacity's charts), `load_pyplot`
 - dataset: the seeded data sets and random tickets
 - databases: schema and data set loading, status, throwaway databases
-- locust, course (+ course.toml), lessons, settings_table: the maintainers' own (Locust runs, the
-  course's published figures, snapshots/README.md, the READMEs' settings table); not given to students
+- settings_table: the READMEs' settings table, written from `Settings` (and read by tests/test_config.py)
+- locust, course (+ course.toml), lessons: the maintainers' own (Locust runs, the course's published
+  figures, snapshots/README.md); not given to students
 """
