@@ -1,10 +1,11 @@
 """Running Locust (locustfiles/tickets.py) headless in child processes and reading its own figures.
 
-Never import locust here: it monkey-patches the process with gevent. Its percentiles are read
-from its --csv stats, so they are exactly those of its report.
+Never import locust here: it monkey-patches the process with gevent. Its final JSON holds every
+ticket, those finished during --stop-timeout included (its --csv stats are written before them,
+so a blocking-mode run of 20 s has no percentile there): the percentiles are computed from that
+JSON with Locust's own rule.
 """
 
-import csv
 import json
 import resource
 import subprocess
@@ -22,8 +23,7 @@ STOP_TIMEOUT_S = 65  # users finish the ticket in flight (Locust gives up on one
 def read_locust_figures(prefix: str, users: int) -> dict:
     """Successes per second, p50 and p95 of POST /v1/tickets from what Locust writes at its end.
 
-    `prefix`.json is its final JSON (counts and the total time), `prefix`_stats.csv its --csv stats
-    (the percentiles).
+    `prefix`.json is its final JSON.
 
     Each user sends its next ticket as soon as the last one answers (a closed loop), so Little's law
     holds exactly: tickets per second = users ÷ mean ticket time. Counting answers in a time window
@@ -37,19 +37,21 @@ def read_locust_figures(prefix: str, users: int) -> dict:
     mean_s = entry["total_response_time"] / entry["num_requests"] / 1000
     return {"requests": entry["num_requests"], "failures": entry["num_failures"],
             "tickets_per_s": users / mean_s * successes / entry["num_requests"] if mean_s > 0 else 0.0,
-            **stats_percentiles(f"{prefix}_stats.csv")}
+            "p50_ms": locust_percentile(entry["response_times"], 0.5),
+            "p95_ms": locust_percentile(entry["response_times"], 0.95)}
 
 
-def stats_percentiles(path: str) -> dict:
-    """p50_ms and p95_ms of POST /v1/tickets from Locust's --csv stats (None where it has none)."""
-    with open(path, newline="") as file:
-        row = next((r for r in csv.DictReader(file) if (r["Name"], r["Type"]) == TICKETS), {})
-
-    def ms(column: str) -> float | None:
-        value = row.get(column, "N/A")
-        return None if value in ("N/A", "", None) else float(value)
-
-    return {"p50_ms": ms("50%"), "p95_ms": ms("95%")}
+def locust_percentile(response_times: dict, fraction: float) -> float | None:
+    """Locust's own percentile over its rounded response times, so the figures equal its report's."""
+    total = sum(response_times.values())
+    if not total:
+        return None
+    processed = 0
+    for ms in sorted(response_times, key=float, reverse=True):
+        processed += response_times[ms]
+        if total - processed <= int(total * fraction):
+            return float(ms)
+    return None
 
 
 def run_locust(url: str, users: int, duration_s: int, workers: int, prefix: str) -> dict:
@@ -57,7 +59,7 @@ def run_locust(url: str, users: int, duration_s: int, workers: int, prefix: str)
     base = [sys.executable, "-m", "locust", "-f", LOCUSTFILE]
     # --json prints the final figures on stdout; the log keeps Locust's own report, failures by name included.
     master = [*base, "--headless", "-u", str(users), "-r", str(users), "-t", f"{duration_s}s", "--host", url,
-              "--stop-timeout", str(STOP_TIMEOUT_S), "--json", "--only-summary", "--csv", prefix]
+              "--stop-timeout", str(STOP_TIMEOUT_S), "--json", "--only-summary"]
     commands = [master]
     if workers:
         port = free_port()

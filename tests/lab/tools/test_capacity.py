@@ -10,21 +10,18 @@ import pytest
 
 from scripts.capacity import render, summarize
 from scripts.toolkit.charts import draw_capacity
-from scripts.toolkit.locust import read_locust_figures, run_locust, stats_percentiles
+from scripts.toolkit.locust import locust_percentile, read_locust_figures, run_locust
 from tests.fakes import FakeProvider
 from tests.lab.tools.commands import listening, run_module
 from ticket_api.errors import ProviderBusy
 
 
-STATS_HEADER = "Type,Name,Request Count,Failure Count,50%,66%,75%,80%,90%,95%,98%,99%\n"
-
-
-def test_percentiles_are_locusts_own_from_its_csv_stats(tmp_path):
-    (tmp_path / "run_stats.csv").write_text(STATS_HEADER + "GET,/v1/tickets?customer_id=[id],500,0,5,5,5,5,5,5,5,5\n"
-                                            "POST,/v1/tickets,10,0,2200,2200,2300,2300,2300,18000,18000,18000\n")
-    assert stats_percentiles(str(tmp_path / "run_stats.csv")) == {"p50_ms": 2200.0, "p95_ms": 18000.0}
-    (tmp_path / "none_stats.csv").write_text(STATS_HEADER + "POST,/v1/tickets,0,0,N/A,N/A,N/A,N/A,N/A,N/A,N/A,N/A\n")
-    assert stats_percentiles(str(tmp_path / "none_stats.csv")) == {"p50_ms": None, "p95_ms": None}
+def test_percentiles_are_locusts_own_over_its_rounded_times():
+    times = {"96": 1, "2200": 6, "2300": 2, "18000": 1}
+    assert locust_percentile(times, 0.5) == 2200.0
+    assert locust_percentile(times, 0.95) == 18000.0
+    assert locust_percentile({"100": 50, "200": 50}, 0.5) == 200.0  # Locust rounds its median up
+    assert locust_percentile({}, 0.5) is None
 
 
 def test_tickets_per_second_is_users_over_the_mean_ticket_time_for_the_successes(tmp_path):
@@ -35,7 +32,6 @@ def test_tickets_per_second_is_users_over_the_mean_ticket_time_for_the_successes
          "total_response_time": 2500.0, "response_times": {"5": 500}},
     ]
     (tmp_path / "run.json").write_text(json.dumps(entries))
-    (tmp_path / "run_stats.csv").write_text(STATS_HEADER + "POST,/v1/tickets,140,4,2200,2200,2200,2400,2400,2400,2400,2400\n")
     figures = read_locust_figures(str(tmp_path / "run"), users=8)
     assert figures == {"requests": 140, "failures": 4, "tickets_per_s": pytest.approx(8 / 2.25 * 136 / 140),
                        "p50_ms": 2200.0, "p95_ms": 2400.0}
