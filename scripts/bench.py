@@ -1,4 +1,6 @@
-"""How close async intake gets to the physical limit: `python -m scripts.bench` (a benchmark, not a test).
+"""How close the ticket API's async intake gets to the physical limit: `python -m scripts.bench` (a benchmark).
+
+(It benchmarks the API; `python -m simulator.bench` benchmarks the simulator alone.)
 
 With N users each creating tickets back to back, no design beats N ÷ T tickets per second, where
 T is the time of one ticket (Little's law). The bench measures T with 2 users, then async intake
@@ -10,7 +12,6 @@ the course did, unless --loop uvloop.
 """
 
 import argparse
-import asyncio
 import json
 import os
 import platform
@@ -28,10 +29,14 @@ from typing import Iterator
 import orjson
 import psutil
 
-from scripts.cli import CommandError, parse_levels, positive_int, progress, run
-from scripts.lab_stack import Clock, event_loop, format_table, output_folder, running_lab
-from scripts.measure import percentile, server_timing
-from scripts.dataset import random_ticket
+from scripts.toolkit.answers import server_timing
+from scripts.toolkit.cli import (
+    Clock, CommandError, format_table, output_folder, parse_levels, positive_int, progress, run,
+)
+from scripts.toolkit.dataset import random_ticket
+from scripts.toolkit.lab import event_loop, running_lab
+from scripts.toolkit.load import run_on
+from scripts.toolkit.quantiles import quantile
 from simulator.loadgen import run_load
 from ticket_api.embedded import PGDATA
 
@@ -113,15 +118,6 @@ def cpu_seconds(groups: dict[str, list[psutil.Process]]) -> dict[str, float]:
     return totals
 
 
-def run_on(loop: str):
-    """`asyncio.run`, or `uvloop.run` for loop="uvloop": what runs the load generator."""
-    if loop == "uvloop":
-        import uvloop  # the optional extra; event_loop() has checked that it is installed
-
-        return uvloop.run
-    return asyncio.run
-
-
 def measure(mode: str, users: int, duration_s: float, ticket_s: float, api, groups, loop: str,
             profile_to: Path | None = None) -> Level:
     """Drive `users` closed-loop users for `duration_s` after a ramp of one ticket time."""
@@ -144,9 +140,9 @@ def measure(mode: str, users: int, duration_s: float, ticket_s: float, api, grou
     return Level(
         mode=mode, users=users, tickets=len(done), failed=len(window) - len(done), tickets_per_s=throughput,
         limit=limit, ratio=throughput / limit,
-        p50_ms=percentile(latencies, 50), p95_ms=percentile(latencies, 95),
+        p50_ms=quantile(latencies, 0.5), p95_ms=quantile(latencies, 0.95),
         overhead_p50_ms=statistics.median(t["total"] - t["ai"] for t in timings) if timings else float("nan"),
-        health_p99_ms=percentile(sorted(load["health_ms"]), 99),
+        health_p99_ms=quantile(sorted(load["health_ms"]), 0.99),
         cpu_ms_per_ticket={role: (cpu_after[role] - cpu_before[role]) * 1000 / max(1, len(all_done))
                            for role in cpu_after},
     )

@@ -10,15 +10,16 @@ import argparse
 import asyncio
 import json
 import random
-import re
 import statistics
 import time
 
 import httpx
 
-from scripts.cli import positive_float, positive_int, progress, run
-from scripts.measure import check_api
-from scripts.dataset import random_ticket
+from scripts.toolkit.cli import positive_float, positive_int, progress, run
+from scripts.toolkit.dataset import random_ticket
+from scripts.toolkit.health import check_api
+from scripts.toolkit.metrics import metric_totals
+from scripts.toolkit.quantiles import quantile
 
 FIGURES = {
     "db_in_use": "ticket_api_db_pool_in_use",
@@ -31,7 +32,7 @@ FIGURES = {
 
 def read_metrics(text: str) -> dict[str, float]:
     """The figures burst watches, from /metrics in Prometheus text format."""
-    values = dict(re.findall(r"^(\w+) (\S+)$", text, re.MULTILINE))
+    values = metric_totals(text)
     return {name: float(values.get(metric, 0)) for name, metric in FIGURES.items()}
 
 
@@ -85,8 +86,8 @@ def summarize(results: list[tuple[int, float]], samples: list[dict], before: dic
         "statuses": sorted(set(statuses)),
         "status_counts": {str(code): statuses.count(code) for code in sorted(set(statuses))},
         "unanswered": len(results) - len(statuses),
-        "p50_ms": round(statistics.median(times), 1),
-        "p95_ms": round(times[min(len(times) - 1, int(0.95 * len(times)))], 1),
+        "p50_ms": round(quantile(times, 0.5), 1),
+        "p95_ms": round(quantile(times, 0.95), 1),
         "db_pool_max": int(after["db_pool_max"]),
         "db_in_use_median": statistics.median(s["db_in_use"] for s in samples),
         "db_in_use_max": max(s["db_in_use"] for s in samples),

@@ -12,18 +12,13 @@ import csv
 import json
 import statistics
 
-from scripts import charts
-from scripts.cli import CommandError, positive_float, positive_int, progress, run
-from scripts.lab_stack import Clock, format_table, output_folder, parse_loops, parse_modes, run_name, running_lab
+from scripts.toolkit import charts, course
+from scripts.toolkit.cli import (
+    Clock, format_table, output_folder, positive_float, positive_int, progress, readable_ms, run,
+)
+from scripts.toolkit.lab import EXIT_CODES, add_modes_argument, parse_loops, run_name, running_lab
+from scripts.toolkit.stalls import measure_stall
 
-from scripts.stall import draw_timeline, load_pyplot, measure_stall
-
-# The course team's figures: scripts.stall, median of 5 passes, simulated provider at speed 1, quota off.
-COURSE = {
-    "blocking": {"total_s": 18.8, "health_answers": 3, "health_median_ms": 8737.2, "health_slowest_ms": 9824.7},
-    "async": {"total_s": 5.4, "health_answers": 51, "health_median_ms": 3.4, "health_slowest_ms": 6.0},
-    "thread": {"total_s": 4.8, "health_answers": 45, "health_median_ms": 3.4, "health_slowest_ms": 5.4},
-}
 FIGURES = ("total_s", "health_answers", "health_median_ms", "health_slowest_ms")
 
 
@@ -59,14 +54,14 @@ def summarize(runs: dict) -> list[dict]:
         for figure in FIGURES:
             values = [result[figure] for result in results if result[figure] is not None]
             row[figure] = statistics.median(values) if values else None
-        row["course"] = COURSE[mode]
+        row["course"] = course.stall(mode)
         rows.append(row)
     return rows
 
 
 def shown_ms(ms: float | None) -> str:
     """Seconds for a stalled /health, milliseconds for a free one, `-` without answers."""
-    return "-" if ms is None else charts.readable_ms(ms)
+    return "-" if ms is None else readable_ms(ms)
 
 
 def render(rows: list[dict], passes: int, speed: float) -> str:
@@ -77,12 +72,12 @@ def render(rows: list[dict], passes: int, speed: float) -> str:
                "|", "course: 8 tickets", "answers", "median", "slowest"]
     lines = []
     for row in rows:
-        course = row["course"]
+        theirs = row["course"]
         lines.append([row["mode"], *([row["loop"]] if several else []), f"{row['total_s']:.1f} s",
                       f"{row['health_answers']:g}", shown_ms(row["health_median_ms"]),
                       shown_ms(row["health_slowest_ms"]), "|",
-                      f"{course['total_s']:.1f} s", str(course["health_answers"]),
-                      shown_ms(course["health_median_ms"]), shown_ms(course["health_slowest_ms"])])
+                      f"{theirs['total_s']:.1f} s", str(theirs["health_answers"]),
+                      shown_ms(theirs["health_median_ms"]), shown_ms(theirs["health_slowest_ms"])])
     where = "and event loop" if several else {"asyncio": "on asyncio's event loop", "uvloop": "on uvloop"}[loops[0]]
     title = f"scripts.stall per INTAKE_MODE {where}, median of {passes} pass{'es' if passes > 1 else ''}"
     title += "; course: median of 5 passes" if speed == 1 else f" at simulator speed {speed:g} (the course ran at 1)"
@@ -106,7 +101,7 @@ def write_files(folder, rows: list[dict], runs: dict, speed: float, draw: bool) 
         for name, results in runs.items():
             typical = sorted(results, key=lambda result: result["total_s"])[len(results) // 2]
             written.append(folder / f"timeline-{name}.svg")
-            draw_timeline(typical, str(written[-1]), f"INTAKE_MODE={typical['mode']} on {typical['loop']}: "
+            charts.draw_timeline(typical, str(written[-1]), f"INTAKE_MODE={typical['mode']} on {typical['loop']}: "
                                                      "8 tickets, 4 at a time, and GET /health")
     return [str(path) for path in written]
 
@@ -114,10 +109,8 @@ def write_files(folder, rows: list[dict], runs: dict, speed: float, draw: bool) 
 def main(argv: list[str] | None = None) -> int:
     """Parse the command line, run the comparison, print and write it; exit code 1 if a ticket failed."""
     parser = argparse.ArgumentParser(prog="python -m scripts.compare", description=__doc__.splitlines()[0],
-                                     epilog="Exit codes: 0 every ticket answered 201, 1 some did not, "
-                                            "2 a port is in use, a start-up failed or bad arguments.")
-    parser.add_argument("--modes", type=parse_modes, default=["blocking", "async", "thread"],
-                        help="INTAKE_MODE values in the order to run (default blocking,async,thread)")
+                                     epilog=EXIT_CODES)
+    add_modes_argument(parser, ["blocking", "async", "thread"])
     parser.add_argument("--loop", type=parse_loops, default=["asyncio"],
                         help="the API's event loop: asyncio (the course's, default), uvloop, or asyncio,uvloop "
                              "for a row per mode and loop")
@@ -131,12 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the rows as JSON instead of the table")
     args = parser.parse_args(argv)
 
-    try:
-        load_pyplot()
-        draw = True
-    except CommandError as exc:
-        progress(f"warning: no charts: {exc}")
-        draw = False
+    draw = charts.can_draw("charts")
     folder = output_folder(args.out, "compare")
     clock = Clock()
     with running_lab(args.speed, folder / "logs", clock) as lab:

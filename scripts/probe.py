@@ -9,8 +9,10 @@ import asyncio
 import json
 from collections import Counter
 
-from scripts.cli import positive_float, positive_int, progress, route_path, run
-from scripts.measure import check_api, closed_loop, fmt_ms, open_client, open_clients, probe_health, summarize, warm_up
+from scripts.toolkit.cli import fmt_ms, positive_float, positive_int, progress, route_path, run
+from scripts.toolkit.health import check_api, probe_health, times_ms
+from scripts.toolkit.load import closed_loop, getter, open_client, open_clients, warm_up
+from scripts.toolkit.quantiles import summarize
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 EXIT_CODES = "Exit codes: 0 every request answered 2xx, 1 some failed, 2 the API cannot be reached or bad arguments."
@@ -24,10 +26,10 @@ async def measure(url: str, path: str, concurrency: int, requests: int, interval
         stop = asyncio.Event()
         prober = asyncio.create_task(probe_health(probe_client, interval_s, stop))
         try:
-            load = await closed_loop(load_clients, path, requests=requests)
+            load = await closed_loop([getter(client, path) for client in load_clients], requests=requests)
         finally:
             stop.set()
-            health_ms = await prober
+            health_ms = times_ms(await prober)
     return {
         "url": url,
         "path": path,

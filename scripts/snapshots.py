@@ -23,11 +23,11 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from scripts import stack
-from scripts.cli import CommandError, progress, run
-from scripts.lessons_readme import render_readme
-from scripts.settings_readme import load_settings_class, with_settings_table
-from scripts.db import init
+from scripts.toolkit import lab
+from scripts.toolkit.cli import CommandError, progress, run
+from scripts.toolkit.databases import init
+from scripts.toolkit.lessons import render_readme
+from scripts.toolkit.settings_table import load_settings_class, with_settings_table
 from ticket_api.config import load_settings
 from ticket_api.database import resolve_dsn
 
@@ -37,9 +37,10 @@ LESSONS = SNAPSHOTS / "lessons.toml"
 STUDENT_PARTS = ["pyproject.toml", ".env.example", ".gitignore", "ticket_api", "simulator", "scripts", "tests",
                  "locustfiles"]
 # The lab's own tools and tests: not part of a student's project.
-ROOT_ONLY = {"scripts/snapshots.py", "scripts/lessons_readme.py", "scripts/settings_readme.py", "scripts/compare.py",
-             "scripts/capacity.py", "scripts/charts.py", "scripts/bench.py", "scripts/soak.py", "scripts/lab_stack.py",
-             "tests/lab", "ticket_api/README.md", "scripts/README.md", "tests/README.md"}
+ROOT_ONLY = {"scripts/snapshots.py", "scripts/compare.py", "scripts/capacity.py", "scripts/bench.py", "scripts/soak.py",
+             "scripts/toolkit/lessons.py", "scripts/toolkit/course.py", "scripts/toolkit/course.toml",
+             "scripts/toolkit/locust.py", "tests/lab", "ticket_api/README.md",
+             "scripts/README.md", "tests/README.md"}
 OWN_README = "README.md"  # each snapshot has its own, written for the student's project at that point
 SUITE_TIMEOUT_S = 900
 COMPARISONS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
@@ -217,8 +218,8 @@ def check_command(project: Path, command: dict, speed: float, database_url: str)
     speed = command.get("speed", speed)
     env = {**command.get("api_env", {}), "DATABASE_URL": database_url}
     try:
-        with stack.simulator(speed=speed, quota=0, cwd=project) as simulator:
-            with stack.api(f"{simulator.url}/v1", env=env, cwd=project) as api:
+        with lab.simulator(speed=speed, quota=0, cwd=project) as simulator:
+            with lab.api(f"{simulator.url}/v1", env=env, cwd=project) as api:
                 argv = [sys.executable, *command["run"].removeprefix("python").split(), "--url", api.url, "--json"]
                 for flag, value in command.get("scaled_args", {}).items():
                     argv += [flag, f"{value * speed:g}"]

@@ -12,6 +12,7 @@ restart or whose client gave up: those are listed).
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 import random
@@ -23,14 +24,15 @@ from pathlib import Path
 
 import httpx
 
-from scripts import dataset, stack
-from scripts.cli import positive_float, positive_int, progress, run
-from scripts.db import create_database, drop_database, load_customers
-from scripts.lab_stack import STOP_TIMEOUT_S, Clock, output_folder, parse_modes, started
-from scripts.measure import error_code
-
+from scripts.toolkit import dataset, lab
+from scripts.toolkit.answers import error_code
+from scripts.toolkit.cli import Clock, output_folder, positive_float, positive_int, progress, run
+from scripts.toolkit.databases import create_lab_database, drop_database
+from scripts.toolkit.lab import STOP_TIMEOUT_S, parse_modes, started
+from scripts.toolkit.load import Outcome, closed_loop
+from scripts.toolkit.processes import Service
 from ticket_api.config import load_settings
-from ticket_api.database import apply_schema, connect, resolve_dsn, shown_dsn
+from ticket_api.database import connect, resolve_dsn, shown_dsn
 
 # Far above an answer of thread or async mode; a blocked event loop (INTAKE_MODE=blocking) with 64
 # tickets queued and hangs among them can take longer: that ticket is retried with its key.
@@ -41,7 +43,7 @@ MARKER = re.compile(r"\[(soak-[0-9a-f]+-\d+)\]$")
 
 
 @dataclass
-class Outcome:
+class Journey:
     """One ticket's journey: its final answer, and what happened on the way."""
 
     number: int
@@ -64,27 +66,27 @@ def make_tickets(count: int, seed: str) -> list[dict]:
     return tickets
 
 
-async def send_all(url: str, tickets: list[dict], users: int, restart, clock: Clock) -> tuple[list[Outcome], dict]:
+async def send_all(url: str, tickets: list[dict], users: int, restart, clock: Clock) -> tuple[list[Journey], dict]:
     """Send the tickets, `users` at a time; when half have started, `restart()` runs in a thread."""
-    outcomes = [Outcome(number, ticket["key"]) for number, ticket in enumerate(tickets, start=1)]
+    outcomes = [Journey(number, ticket["key"]) for number, ticket in enumerate(tickets, start=1)]
     waiting = list(zip(tickets, outcomes))
     running: set[int] = set()
     restart_after = max(1, len(tickets) // 2)
     restart_due = asyncio.Event()
     step = max(1, len(tickets) // 10)
 
-    async def user(client: httpx.AsyncClient) -> None:
-        while waiting:
-            ticket, outcome = waiting.pop(0)
-            running.add(outcome.number)
-            if outcome.number == restart_after:
-                restart_due.set()
-            await send_one(client, ticket, outcome)
-            running.discard(outcome.number)
-            answered = len(tickets) - len(waiting) - len(running)
-            if answered % step == 0:
-                created = sum(1 for o in outcomes if o.status == 201)
-                progress(f"[{clock}]   {answered}/{len(tickets)} answered, {created} created")
+    async def send_next(client: httpx.AsyncClient) -> Outcome:
+        ticket, outcome = waiting.pop(0)
+        running.add(outcome.number)
+        if outcome.number == restart_after:
+            restart_due.set()
+        await send_one(client, ticket, outcome)
+        running.discard(outcome.number)
+        answered = len(tickets) - len(waiting) - len(running)
+        if answered % step == 0:
+            created = sum(1 for o in outcomes if o.status == 201)
+            progress(f"[{clock}]   {answered}/{len(tickets)} answered, {created} created")
+        return Outcome(outcome.status == 201, outcome.error)
 
     async def restarter() -> dict:
         await restart_due.wait()
@@ -102,14 +104,13 @@ async def send_all(url: str, tickets: list[dict], users: int, restart, clock: Cl
         try:
             async with asyncio.TaskGroup() as group:  # a failed restart stops the users at once
                 restarting = group.create_task(restarter())
-                for _ in range(users):
-                    group.create_task(user(client))
+                group.create_task(closed_loop([functools.partial(send_next, client)] * users, requests=len(tickets)))
         except ExceptionGroup as failed:
             raise failed.exceptions[0] from None
     return outcomes, restarting.result()
 
 
-async def send_one(client: httpx.AsyncClient, ticket: dict, outcome: Outcome) -> None:
+async def send_one(client: httpx.AsyncClient, ticket: dict, outcome: Journey) -> None:
     """POST the ticket; a connection error or timeout is retried with the same Idempotency-Key for RETRY_FOR_S."""
     body = {name: value for name, value in ticket.items() if name != "key"}
     give_up_at = None
@@ -130,7 +131,7 @@ async def send_one(client: httpx.AsyncClient, ticket: dict, outcome: Outcome) ->
         return
 
 
-def check_rows(dsn: str, outcomes: list[Outcome]) -> dict:
+def check_rows(dsn: str, outcomes: list[Journey]) -> dict:
     """Compare the answers with the rows in PostgreSQL: the counts, and every violation as one line."""
     with connect(dsn) as conn:
         rows = conn.execute(
@@ -165,18 +166,18 @@ def check_rows(dsn: str, outcomes: list[Outcome]) -> dict:
             "saved_without_201": saved_unanswered, "violations": violations}
 
 
-def soak_mode(mode: str, args: argparse.Namespace, server_dsn: str, simulator: stack.Service,
+def soak_mode(mode: str, args: argparse.Namespace, server_dsn: str, simulator: Service,
               log_dir: Path, clock: Clock) -> dict:
     """One INTAKE_MODE: a fresh database, the API, the tickets with a restart halfway, the check."""
     tickets = make_tickets(args.tickets, f"{args.seed}-{mode}")
     httpx.post(f"{simulator.url}/admin/quota/reset", timeout=10).raise_for_status()  # a full quota per mode
     name = f"lab_soak_{os.getpid()}_{mode}"  # one per mode, so a kept one survives the next mode
-    dsn = soak_database(server_dsn, name)
+    dsn = create_lab_database(server_dsn, name, dataset.SIZES["small"])
     result = None
     try:
         env = {"INTAKE_MODE": mode, "DATABASE_URL": dsn, "PROVIDER_TIMEOUT_S": f"{args.provider_timeout:g}"}
-        api = stack.api(f"{simulator.url}/v1", env=env, log_dir=log_dir / mode)
-        replacement = stack.Service("api", api.argv, api.port, env=api.env, log_dir=log_dir / f"{mode}-restarted")
+        api = lab.api(f"{simulator.url}/v1", env=env, log_dir=log_dir / mode)
+        replacement = Service("api", api.argv, api.port, env=api.env, log_dir=log_dir / f"{mode}-restarted")
 
         def restart() -> dict:
             stopping = time.perf_counter()
@@ -200,16 +201,7 @@ def soak_mode(mode: str, args: argparse.Namespace, server_dsn: str, simulator: s
     return result
 
 
-def soak_database(server_dsn: str, name: str) -> str:
-    """A new database `name` with the schema and the small data set's 300 customers; its DSN."""
-    dsn = create_database(server_dsn, name)
-    with connect(dsn) as conn:
-        apply_schema(conn)
-        load_customers(conn, dataset.SIZES["small"])
-    return dsn
-
-
-def summarize(mode: str, outcomes: list[Outcome], restart_info: dict, checked: dict) -> dict:
+def summarize(mode: str, outcomes: list[Journey], restart_info: dict, checked: dict) -> dict:
     """Every figure of one mode's run, as printed by --json."""
     answers = Counter(str(o.status) if o.status == 201 else f"{o.status or 'no answer'} {o.error}" for o in outcomes)
     connection_errors = Counter(name for o in outcomes for name in o.connection_errors)
@@ -282,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     # This process starts the embedded server, so it outlives the APIs that use it.
     server_dsn = resolve_dsn(load_settings())
     progress(f"[{clock}] database server {shown_dsn(server_dsn)}")
-    simulator = stack.simulator(speed=args.speed, quota=args.quota, extra=faults, log_dir=folder / "logs")
+    simulator = lab.simulator(speed=args.speed, quota=args.quota, extra=faults, log_dir=folder / "logs")
     with started(simulator):
         for mode in args.modes:
             results.append(soak_mode(mode, args, server_dsn, simulator, folder / "logs", clock))

@@ -9,15 +9,16 @@ import argparse
 import asyncio
 import json
 
-from scripts.cli import parse_levels, positive_float, progress, route_path, run
-from scripts.measure import check_api, closed_loop, fmt_ms, open_client, open_clients, percentile, warm_up
+from scripts.toolkit.cli import fmt_ms, parse_levels, positive_float, progress, route_path, run
+from scripts.toolkit.health import check_api
+from scripts.toolkit.load import closed_loop, getter, open_client, open_clients, warm_up
+from scripts.toolkit.quantiles import quantile
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 EXIT_CODES = "Exit codes: 0 every request answered 2xx, 1 some failed, 2 the API cannot be reached or bad arguments."
 # Clients added past the knee bring less than this share of the req/s they would bring with room to spare.
 KNEE_SHARE_OF_IDEAL = 0.25
 P99_CLIMB = 1.2  # ... while p99 grows by more than 20%
-BUSY_GENERATOR_SHARE = 0.75  # below saturation, but busy enough to doubt a knee found next to it
 
 
 async def sweep(url: str, path: str, levels: list[int], duration_s: float) -> list[dict]:
@@ -28,12 +29,12 @@ async def sweep(url: str, path: str, levels: list[int], duration_s: float) -> li
         await warm_up(clients, path)
         for concurrency in levels:
             progress(f"  {concurrency} in flight for {duration_s:g} s ...")
-            load = await closed_loop(clients[:concurrency], path, duration_s=duration_s)
+            load = await closed_loop([getter(client, path) for client in clients[:concurrency]], duration_s=duration_s)
             row = {"concurrency": concurrency, "ok": len(load.latencies_ms), "errors": len(load.errors),
                    "generator_cpu_share": load.cpu_share, "saturated": load.saturated,
                    "rps": None, "p50": None, "p95": None, "p99": None}
             if load.latencies_ms and not load.saturated:
-                row.update(rps=load.rps, **{f"p{p}": percentile(load.latencies_ms, p) for p in (50, 95, 99)})
+                row.update(rps=load.rps, **{f"p{p}": quantile(load.latencies_ms, p / 100) for p in (50, 95, 99)})
             rows.append(row)
     return rows
 
@@ -69,9 +70,6 @@ def render(path: str, duration_s: float, rows: list[dict], knee: dict | None) ->
     else:
         lines.append(f"knee: {knee['concurrency']} in flight, {knee['rps']:.1f} req/s, p99 {fmt_ms(knee['p99'])} ms"
                      f" (serve at about {0.6 * knee['rps']:.0f}-{0.7 * knee['rps']:.0f} req/s, 60-70% of it)")
-        busiest = max(row["generator_cpu_share"] for row in rows if row["rps"])
-        if busiest >= BUSY_GENERATOR_SHARE:
-            lines.append(f"note: this generator used up to {busiest:.0%} of a core: the knee may be its own")
     return "\n".join(lines)
 
 

@@ -2,15 +2,13 @@
 
 import asyncio
 import statistics
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import httpx
-
 import pytest
 
+from scripts.toolkit.health import probe_health, times_ms
 from tests.fakes import FakeProvider
 from tests.servers import serve
 from ticket_api.config import Settings, load_settings
@@ -32,10 +30,14 @@ class Run:
     health_ms: list[float]
 
 
-def create_ticket(url: str, n: int = 0) -> int:
+def ticket(n: int = 0) -> dict:
+    """A new ticket of customer 1."""
+    return {"customer_id": 1, "subject": f"Ticket {n}", "body": "Where is my parcel?"}
+
+
+def create_ticket(url: str) -> int:
     """POST one ticket; its status code."""
-    body = {"customer_id": 1, "subject": f"Ticket {n}", "body": "Where is my parcel?"}
-    return httpx.post(f"{url}/v1/tickets", json=body, timeout=30).status_code
+    return httpx.post(f"{url}/v1/tickets", json=ticket(), timeout=30).status_code
 
 
 def one_ticket_alone(url: str) -> float:
@@ -45,27 +47,18 @@ def one_ticket_alone(url: str) -> float:
     return time.perf_counter() - started
 
 
-def four_tickets_at_once(url: str, alone_s: float) -> Run:
-    """Send 4 tickets at the same moment while GET /health is asked every 50 ms."""
-    done = threading.Event()
-    health_ms: list[float] = []
-
-    def ask_health() -> None:
-        with httpx.Client(base_url=url, timeout=30) as client:
-            while not done.is_set():
-                started = time.perf_counter()
-                client.get("/health")
-                health_ms.append((time.perf_counter() - started) * 1000)
-                done.wait(0.05)
-
-    with ThreadPoolExecutor(TICKETS + 1) as pool:
-        prober = pool.submit(ask_health)
+async def four_tickets_at_once(url: str, alone_s: float) -> Run:
+    """Send 4 tickets at the same moment while GET /health is asked every 50 ms (the lab's /health prober)."""
+    async with httpx.AsyncClient(base_url=url, timeout=30) as client, \
+            httpx.AsyncClient(base_url=url, timeout=30) as health_client:
+        done = asyncio.Event()
+        prober = asyncio.create_task(probe_health(health_client, 0.05, done))
         started = time.perf_counter()
-        statuses = list(pool.map(create_ticket, [url] * TICKETS, range(TICKETS)))
+        answers = await asyncio.gather(*(client.post("/v1/tickets", json=ticket(n)) for n in range(TICKETS)))
         total_s = time.perf_counter() - started
         done.set()
-        prober.result()
-    return Run(alone_s, total_s, statuses, health_ms)
+        health_ms = times_ms(await prober)
+    return Run(alone_s, total_s, [answer.status_code for answer in answers], health_ms)
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +68,7 @@ def runs(database_url) -> dict[str, Run]:
     for mode in ("thread", "blocking", "async"):
         settings = load_settings(_env_file=None, database_url=database_url, intake_mode=mode, log_level="WARNING")
         with serve(create_app(settings, FakeProvider(CALL_S))) as url:
-            measured[mode] = four_tickets_at_once(url, one_ticket_alone(url))
+            measured[mode] = asyncio.run(four_tickets_at_once(url, one_ticket_alone(url)))
     return measured
 
 

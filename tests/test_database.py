@@ -4,8 +4,8 @@ import psycopg
 import pytest
 from fastapi.testclient import TestClient
 
-from scripts.db import temporary_database
-from scripts.stack import free_port
+from scripts.toolkit.databases import temporary_database
+from scripts.toolkit.processes import free_port
 from tests.fakes import FakeProvider
 from ticket_api.database import Database, apply_schema, connect, resolve_dsn, shown_dsn
 from ticket_api.errors import StartupError

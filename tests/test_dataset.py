@@ -2,7 +2,7 @@
 
 import math
 
-from scripts import dataset
+from scripts.toolkit import dataset
 from ticket_api.ai import CATEGORIES, PRIORITIES
 
 TINY = dataset.Size(customers=30, tickets=200)

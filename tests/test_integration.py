@@ -3,7 +3,7 @@
 import pytest
 from fastapi.testclient import TestClient
 
-from scripts import stack
+from scripts.toolkit import lab, processes
 from ticket_api.main import create_app
 
 NEW = {"subject": "Refund for order 4411", "body": "I returned the shoes two weeks ago."}
@@ -12,7 +12,7 @@ NEW = {"subject": "Refund for order 4411", "body": "I returned the shoes two wee
 @pytest.fixture(scope="module")
 def simulator():
     """`python -m simulator` at speed 0.01 with the quota off, for this module."""
-    with stack.simulator(speed=0.01, quota=0) as service:
+    with lab.simulator(speed=0.01, quota=0) as service:
         yield service
 
 
@@ -26,7 +26,7 @@ def test_a_ticket_through_the_simulator(make_settings, simulator, customer_id):
 
 
 def test_a_spent_quota_becomes_503_ai_busy_with_retry_after(make_settings, customer_id, db_conn):
-    with stack.simulator(speed=0.01, quota=2) as busy:  # 2 chat calls a minute: one ticket
+    with lab.simulator(speed=0.01, quota=2) as busy:  # 2 chat calls a minute: one ticket
         with TestClient(create_app(make_settings(provider_url=f"{busy.url}/v1"))) as client:
             first = client.post("/v1/tickets", json={"customer_id": customer_id, **NEW})
             second = client.post("/v1/tickets", json={"customer_id": customer_id, **NEW})
@@ -38,7 +38,7 @@ def test_a_spent_quota_becomes_503_ai_busy_with_retry_after(make_settings, custo
 
 
 def test_a_provider_that_is_down_becomes_502_ai_unavailable(make_settings, customer_id):
-    settings = make_settings(provider_url=f"http://127.0.0.1:{stack.free_port()}/v1")
+    settings = make_settings(provider_url=f"http://127.0.0.1:{processes.free_port()}/v1")
     with TestClient(create_app(settings)) as client:
         response = client.post("/v1/tickets", json={"customer_id": customer_id, **NEW})
     assert response.status_code == 502

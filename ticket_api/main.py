@@ -6,7 +6,7 @@ from contextlib import asynccontextmanager
 from anyio import to_thread
 from fastapi import FastAPI, Request, Response
 
-from ticket_api import intake, lab, tickets
+from ticket_api import intake, lab, reading
 from ticket_api.config import Settings, load_settings
 from ticket_api.connections import limit_server
 from ticket_api.database import Database, release_dsn, resolve_dsn
@@ -59,7 +59,7 @@ def create_app(settings: Settings | None = None, provider=None) -> FastAPI:
     app.add_middleware(RequestLog, metrics=metrics)
     app.add_middleware(OneLineStartupErrors)
     app.include_router(intake.router)
-    app.include_router(tickets.router)
+    app.include_router(reading.router)
     app.include_router(lab.router, prefix="/lab")
     app.openapi = lambda: lab.openapi_schema(app)  # type: ignore[method-assign]
 

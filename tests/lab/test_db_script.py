@@ -6,9 +6,9 @@ import sys
 import pytest
 from psycopg.conninfo import conninfo_to_dict
 
-from scripts.cli import CommandError
-from scripts.db import init, status, temporary_database
-from scripts.stack import free_port
+from scripts.toolkit.cli import CommandError
+from scripts.toolkit.databases import init, status, temporary_database
+from scripts.toolkit.processes import free_port
 
 
 @pytest.fixture

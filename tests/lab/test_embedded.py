@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from scripts.stack import PROJECT_ROOT
+from scripts.toolkit.cli import PROJECT_ROOT
 from ticket_api.database import connect
 from ticket_api.embedded import embedded_dsn, release_embedded, stop_embedded
 from ticket_api.errors import StartupError

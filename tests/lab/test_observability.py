@@ -9,15 +9,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
+from scripts.toolkit.metrics import metric_totals
 from tests.fakes import FakeProvider
 from tests.servers import serve
 from ticket_api.main import create_app
 
 TICKET = {"customer_id": 1, "subject": "Parcel 51 has not arrived", "body": "It was due on Monday."}
-
-
-def metric(text: str, name: str) -> float:
-    return float(re.search(rf"^{name} (\S+)$", text, re.MULTILINE).group(1))
 
 
 def gauges_while_tickets_wait(url: str, tickets: int) -> dict[str, list[float]]:
@@ -29,9 +26,9 @@ def gauges_while_tickets_wait(url: str, tickets: int) -> dict[str, list[float]]:
     def sample() -> None:
         with httpx.Client(base_url=url, timeout=30) as client:
             while not done.is_set():
-                text = client.get("/metrics").text
+                figures = metric_totals(client.get("/metrics").text)
                 for name in names:
-                    samples[name].append(metric(text, name))
+                    samples[name].append(figures[name])
                 time.sleep(0.02)
 
     with ThreadPoolExecutor(tickets + 1) as pool:

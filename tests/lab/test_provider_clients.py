@@ -8,7 +8,7 @@ import time
 import pytest
 from fastapi import FastAPI
 
-from scripts import stack
+from scripts.toolkit import lab, processes
 from tests.servers import serve
 from ticket_api.config import load_settings
 from ticket_api.errors import ProviderBusy, ProviderTimeout, ProviderUnavailable
@@ -33,7 +33,7 @@ def acall(client: str, url: str, **settings) -> tuple[dict, float]:
 
 @pytest.fixture(scope="module")
 def simulator():
-    with stack.simulator(speed=0.01, quota=0) as service:
+    with lab.simulator(speed=0.01, quota=0) as service:
         yield service
 
 
@@ -72,7 +72,7 @@ def test_acall_returns_the_answer(client, simulator):
 @pytest.mark.parametrize("client", CLIENTS)
 def test_a_refused_connection_is_unavailable(client):
     with pytest.raises(ProviderUnavailable):
-        acall(client, f"http://127.0.0.1:{stack.free_port()}/v1")
+        acall(client, f"http://127.0.0.1:{processes.free_port()}/v1")
 
 
 @pytest.mark.parametrize("client", CLIENTS)
@@ -83,14 +83,14 @@ def test_a_closed_connection_is_unavailable_not_a_timeout(client, closing_server
 
 @pytest.mark.parametrize("client", CLIENTS)
 def test_a_hanging_provider_is_a_timeout(client):
-    with stack.simulator(speed=0.01, quota=0, extra=["--hang-rate", "1", "--hang-s", "30"]) as hanging:
+    with lab.simulator(speed=0.01, quota=0, extra=["--hang-rate", "1", "--hang-s", "30"]) as hanging:
         with pytest.raises(ProviderTimeout):
             acall(client, f"{hanging.url}/v1", provider_timeout_s=0.5)
 
 
 @pytest.mark.parametrize("client", CLIENTS)
 def test_a_spent_quota_is_busy_with_retry_after(client):
-    with stack.simulator(speed=0.01, quota=1) as busy:
+    with lab.simulator(speed=0.01, quota=1) as busy:
         acall(client, f"{busy.url}/v1")
         with pytest.raises(ProviderBusy) as caught:
             acall(client, f"{busy.url}/v1")

@@ -18,7 +18,7 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from scripts.db import temporary_database
+from scripts.toolkit.databases import temporary_database
 from tests.fakes import FakeProvider
 from tests.lab.reliability.reliability_testing import MODES
 from ticket_api.config import load_settings

@@ -6,11 +6,11 @@ from pathlib import Path
 import pytest
 from pydantic import TypeAdapter
 
-from scripts import stack
-from scripts.settings_readme import END, START, env_example_problems, load_settings_class
+from scripts.toolkit import cli
+from scripts.toolkit.settings_table import END, START, env_example_problems, load_settings_class
 from ticket_api.config import Settings
 
-ROOT = stack.PROJECT_ROOT
+ROOT = cli.PROJECT_ROOT
 READMES = sorted(p for p in ROOT.rglob("README.md") if not {".venv", ".lab", "node_modules"} & set(p.parts))
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 ROW = re.compile(r"^\| `([A-Z0-9_]+)` \| `([^`]*)` \| (.+) \|$")

@@ -8,7 +8,7 @@ import time
 import httpx
 import pytest
 
-from scripts import stack
+from scripts.toolkit import cli, lab, processes
 from tests.lab.tools.commands import run_module
 from ticket_api.config import Settings, hide_password, load_settings
 from ticket_api.errors import StartupError
@@ -101,7 +101,7 @@ def test_hide_password_masks_every_form(text, shown):
 
 def wait_for_exit(argv: list[str], env: dict[str, str], timeout_s: float = 60) -> tuple[int, str]:
     """Run a command until it exits; its exit code and its output (stdout and stderr)."""
-    result = subprocess.run(argv, cwd=stack.PROJECT_ROOT, env={**os.environ, **env}, capture_output=True, text=True,
+    result = subprocess.run(argv, cwd=cli.PROJECT_ROOT, env={**os.environ, **env}, capture_output=True, text=True,
                             timeout=timeout_s)
     return result.returncode, result.stdout + result.stderr
 
@@ -114,7 +114,7 @@ def wait_for_exit(argv: list[str], env: dict[str, str], timeout_s: float = 60) -
     ("DATABASE_URL", f"postgresql+psycopg://lab:{PASSWORD}@127.0.0.1:5432/lab"),
 ])
 def test_uvicorn_and_scripts_db_stop_on_a_bad_value_with_one_line_and_no_traceback(variable, value):
-    port = str(stack.free_port())
+    port = str(processes.free_port())
     code, output = wait_for_exit([sys.executable, "-m", "uvicorn", "ticket_api.main:app", "--port", port],
                                  {variable: value})
     assert code == 3
@@ -128,19 +128,19 @@ def test_uvicorn_and_scripts_db_stop_on_a_bad_value_with_one_line_and_no_traceba
 
 
 def test_fastapi_dev_stops_on_a_bad_value_with_one_line(tmp_path):
-    port = stack.free_port()
+    port = processes.free_port()
     argv = [sys.executable, "-m", "fastapi", "dev", "--port", str(port)]
     log = tmp_path / "dev.log"
     with open(log, "wb") as output:
-        process = subprocess.Popen(argv, cwd=stack.PROJECT_ROOT, stdout=output, stderr=subprocess.STDOUT,
-                                   env={**os.environ, "PROVIDER_TIMEOUT_S": "inf"}, **stack.OWN_GROUP)
+        process = subprocess.Popen(argv, cwd=cli.PROJECT_ROOT, stdout=output, stderr=subprocess.STDOUT,
+                                   env={**os.environ, "PROVIDER_TIMEOUT_S": "inf"}, **processes.OWN_GROUP)
     try:
         deadline = time.monotonic() + 60
         while "Application startup failed" not in log.read_text():
             assert time.monotonic() < deadline, log.read_text()
             time.sleep(0.1)
     finally:
-        stack.stop_process(process, 10)  # fastapi dev's reloader waits for a change; the worker has exited
+        processes.stop_process(process, 10)  # fastapi dev's reloader waits for a change; the worker has exited
     text = log.read_text()
     assert "Traceback" not in text
     assert [line for line in text.splitlines() if "PROVIDER_TIMEOUT_S" in line] == [
@@ -148,8 +148,8 @@ def test_fastapi_dev_stops_on_a_bad_value_with_one_line(tmp_path):
 
 
 def test_an_unreachable_provider_is_one_warning_and_the_api_starts_anyway(database_url, tmp_path):
-    provider_url = f"http://127.0.0.1:{stack.free_port()}/v1"
-    with stack.api(provider_url, env={"DATABASE_URL": database_url}, log_dir=tmp_path) as api:
+    provider_url = f"http://127.0.0.1:{processes.free_port()}/v1"
+    with lab.api(provider_url, env={"DATABASE_URL": database_url}, log_dir=tmp_path) as api:
         assert httpx.get(f"{api.url}/health").status_code == 200
     lines = [line for line in api.log_path.read_text().splitlines() if "AI provider" in line]
     assert len(lines) == 1 and lines[0].startswith("WARNING") and provider_url in lines[0]

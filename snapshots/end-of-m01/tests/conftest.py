@@ -7,11 +7,11 @@ import psycopg
 import pytest
 from fastapi.testclient import TestClient
 
-from scripts import dataset
-from scripts.db import load_customers, temporary_database
+from scripts.toolkit import dataset
+from scripts.toolkit.databases import temporary_database
 from tests.fakes import FakeProvider
 from ticket_api.config import Settings, load_settings
-from ticket_api.database import apply_schema, connect, resolve_dsn
+from ticket_api.database import resolve_dsn
 from ticket_api.main import create_app
 
 TEST_CUSTOMERS = dataset.Size(customers=20, tickets=0)
@@ -28,10 +28,7 @@ def no_settings_from_the_terminal(monkeypatch) -> None:
 @pytest.fixture(scope="session")
 def database_url() -> Iterator[str]:
     """A new database for this run on the lab's server (embedded, or the one in DATABASE_URL); dropped after."""
-    with temporary_database(resolve_dsn(load_settings()), f"lab_test_{os.getpid()}") as url:
-        with connect(url) as conn:
-            apply_schema(conn)
-            load_customers(conn, TEST_CUSTOMERS)
+    with temporary_database(resolve_dsn(load_settings()), f"lab_test_{os.getpid()}", TEST_CUSTOMERS) as url:
         yield url
 
 

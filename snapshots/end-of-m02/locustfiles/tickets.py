@@ -16,8 +16,8 @@ import random
 
 from locust import FastHttpUser, constant, task
 
-from scripts.dataset import KNOWN_CUSTOMER_IDS, random_ticket
-from scripts.measure import error_code
+from scripts.toolkit.answers import error_code
+from scripts.toolkit.dataset import KNOWN_CUSTOMER_IDS, random_ticket
 
 CREATE_NAME = "/v1/tickets"
 READ_WEIGHT = int(os.environ.get("TICKETS_READ_WEIGHT", "0"))

@@ -1,106 +1,12 @@
 """Set up the lab's database: `python -m scripts.db init | status | start | stop`."""
 
 import argparse
-import time
-from contextlib import contextmanager
-from typing import Iterator
 
-import psycopg
-from psycopg.conninfo import make_conninfo
-
-from scripts import dataset
-from scripts.cli import CommandError, progress, run
+from scripts.toolkit import dataset
+from scripts.toolkit.cli import CommandError, progress, run
+from scripts.toolkit.databases import init, status
 from ticket_api.config import load_settings
-from ticket_api.database import apply_schema, connect, resolve_dsn, shown_dsn
-
-TABLES = ("customers", "tickets", "ticket_ai_results", "idempotency_keys")
-CUSTOMER_COLUMNS = ("id", "name", "email", "plan", "created_at")
-TICKET_COLUMNS = ("id", "customer_id", "subject", "body", "created_at")
-RESULT_COLUMNS = ("ticket_id", "category", "priority", "draft_reply", "embedding", "classify_model", "classify_ms",
-                  "draft_model", "draft_ms", "embed_model", "embed_ms", "created_at")
-
-
-def init(dsn: str, size_name: str, reset: bool = False) -> str:
-    """Create the schema and load a data set unless it is loaded already; returns what it did."""
-    with connect(dsn) as conn:
-        conn.execute("SELECT pg_advisory_xact_lock(20260101)")  # one loader at a time
-        apply_schema(conn)
-        loaded = _meta(conn).get("data_size")
-        if loaded and not reset:
-            if loaded != size_name:
-                raise CommandError(f"the database holds the {loaded} data set; add --reset to replace it with {size_name}")
-            return f"the {loaded} data set is already loaded"
-        conn.execute(f"TRUNCATE {', '.join(TABLES)}, lab_meta RESTART IDENTITY CASCADE")
-        _load(conn, dataset.SIZES[size_name])
-        conn.execute("INSERT INTO lab_meta (key, value) VALUES ('data_size', %s), ('seed', %s)",
-                     (size_name, str(dataset.SEED)))
-    return f"loaded the {size_name} data set"
-
-
-def status(dsn: str) -> list[str]:
-    """Which server is used and how many rows each table holds."""
-    lines = [f"server: {shown_dsn(dsn)}"]
-    with connect(dsn) as conn:
-        if conn.execute("SELECT to_regclass('lab_meta')").fetchone()[0] is None:
-            return [*lines, "no lab tables yet: run `python -m scripts.db init`"]
-        lines.append(f"data set: {_meta(conn).get('data_size', 'none')}")
-        for table in TABLES:
-            count = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
-            lines.append(f"{table:<20} {count:>8,} rows")
-    return lines
-
-
-def load_customers(conn: psycopg.Connection, size: dataset.Size) -> None:
-    """COPY a data set's customers into the customers table."""
-    with conn.cursor().copy(f"COPY customers ({', '.join(CUSTOMER_COLUMNS)}) FROM STDIN") as copy:
-        for row in dataset.customers(size):
-            copy.write_row(row)
-
-
-def create_database(server_dsn: str, name: str) -> str:
-    """A new, empty database `name` on the server (one of that name is dropped first); its DSN."""
-    drop_database(server_dsn, name)
-    with connect(server_dsn, autocommit=True) as admin:
-        admin.execute(f"CREATE DATABASE {name}")
-    return make_conninfo(server_dsn, dbname=name)
-
-
-def drop_database(server_dsn: str, name: str) -> None:
-    """Drop the database, its connections and all."""
-    with connect(server_dsn, autocommit=True) as admin:
-        admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-
-
-@contextmanager
-def temporary_database(server_dsn: str, name: str) -> Iterator[str]:
-    """A new, empty database for the length of the block (tests, soak runs); its DSN."""
-    dsn = create_database(server_dsn, name)
-    try:
-        yield dsn
-    finally:
-        drop_database(server_dsn, name)
-
-
-def _load(conn: psycopg.Connection, size: dataset.Size) -> None:
-    started = time.perf_counter()
-    load_customers(conn, size)
-    step = size.tickets // 10 if size.tickets >= 10_000 else size.tickets + 1  # progress only when it is slow
-    with conn.cursor() as cur:
-        with cur.copy(f"COPY tickets ({', '.join(TICKET_COLUMNS)}) FROM STDIN") as tickets_copy:
-            results = []
-            for done, (ticket, result) in enumerate(dataset.tickets(size), start=1):
-                tickets_copy.write_row(ticket)
-                results.append(result)
-                if done % step == 0:
-                    progress(f"  generated {done:,}/{size.tickets:,} tickets ({time.perf_counter() - started:.0f} s)")
-        with cur.copy(f"COPY ticket_ai_results ({', '.join(RESULT_COLUMNS)}) FROM STDIN") as results_copy:
-            for result in results:
-                results_copy.write_row(result)
-    conn.execute("SELECT setval(pg_get_serial_sequence('tickets', 'id'), (SELECT max(id) FROM tickets))")
-
-
-def _meta(conn: psycopg.Connection) -> dict[str, str]:
-    return dict(conn.execute("SELECT key, value FROM lab_meta").fetchall())
+from ticket_api.database import resolve_dsn, shown_dsn
 
 
 def main() -> int:

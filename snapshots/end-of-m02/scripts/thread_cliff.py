@@ -8,16 +8,16 @@ flight (each holds a pool thread for 1 s) while it times a `def` route that does
 import argparse
 import asyncio
 import json
-import signal
 import time
 
 import httpx
 
-from scripts import db, stack
-from scripts.cli import CommandError, parse_levels, positive_int, progress, run
-from scripts.measure import (
-    closed_loop, describe_failure, fmt_ms, open_client, open_clients, percentile, probe_health, warm_up,
-)
+from scripts.toolkit import databases, lab
+from scripts.toolkit.answers import describe_failure
+from scripts.toolkit.cli import CommandError, fmt_ms, parse_levels, positive_int, progress, run
+from scripts.toolkit.health import probe_health, times_ms
+from scripts.toolkit.load import closed_loop, getter, open_client, open_clients, warm_up
+from scripts.toolkit.quantiles import quantile
 from ticket_api.config import Settings, load_settings
 from ticket_api.database import connect, resolve_dsn
 
@@ -46,7 +46,7 @@ async def measure_level(slow_clients: list[httpx.AsyncClient], slow_path: str, h
                         trivial_client: httpx.AsyncClient, health_client: httpx.AsyncClient) -> dict:
     """Keep one slow request per client in flight; time the trivial route `samples` times meanwhile."""
     stop_load, stop_probe = asyncio.Event(), asyncio.Event()
-    load = asyncio.create_task(closed_loop(slow_clients, slow_path, stop=stop_load))
+    load = asyncio.create_task(closed_loop([getter(client, slow_path) for client in slow_clients], stop=stop_load))
     # Let every slow request reach the API and take its thread before the first timing.
     await asyncio.sleep(min(0.3, hold_ms / 4000))
     prober = asyncio.create_task(probe_health(health_client, PROBE_INTERVAL_S, stop_probe))
@@ -58,14 +58,14 @@ async def measure_level(slow_clients: list[httpx.AsyncClient], slow_path: str, h
     finally:
         stop_probe.set()
         stop_load.set()
-        health_ms = await prober
+        health_ms = times_ms(await prober)
         slow = await load  # the slow requests must finish: their threads would still be busy at the next level
     return {
         "in_flight": len(slow_clients),
-        "trivial_p50_ms": percentile(trivial_ms, 50),
+        "trivial_p50_ms": quantile(trivial_ms, 0.5),
         "trivial_max_ms": max(trivial_ms),
-        "health_p50_ms": percentile(health_ms, 50) if health_ms else None,
-        "slow_p50_ms": percentile(slow.latencies_ms, 50) if slow.latencies_ms else None,
+        "health_p50_ms": quantile(health_ms, 0.5) if health_ms else None,
+        "slow_p50_ms": quantile(slow.latencies_ms, 0.5) if slow.latencies_ms else None,
         "slow_errors": len(slow.errors),
     }
 
@@ -112,12 +112,7 @@ def prepare_database(settings: Settings) -> None:
         has_tables = conn.execute("SELECT to_regclass('tickets') IS NOT NULL").fetchone()[0]
     if not has_tables:
         progress("the database has no lab tables: loading the small data set (python -m scripts.db init) ...")
-        db.init(dsn, "small")
-
-
-def stop_on_sigterm(signum: int, frame: object) -> None:
-    """SIGTERM ends the command like Ctrl+C does: through the `with` blocks, which stop the API."""
-    raise SystemExit(128 + signum)
+        databases.init(dsn, "small")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -140,13 +135,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.hold_ms > 10_000:
         parser.error("--hold-ms: at most 10000")
-    signal.signal(signal.SIGTERM, stop_on_sigterm)
 
     settings = load_settings()
     prepare_database(settings)
     progress(f"starting the API with THREAD_LIMIT={args.thread_limit} ...")
     env = {"THREAD_LIMIT": str(args.thread_limit), "LAB_ROUTES": "true"}
-    with stack.api(settings.provider_url, env=env) as api:
+    with lab.api(settings.provider_url, env=env) as api:
         rows = asyncio.run(measure_cliff(api.url, sorted(set(args.levels)), args.hold_ms, args.samples))
     cliff = find_cliff(rows, args.hold_ms)
     if args.json:

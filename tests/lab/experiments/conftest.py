@@ -10,7 +10,7 @@ from typing import Iterator
 import pytest
 from fastapi import FastAPI, Response
 
-from scripts import stack
+from scripts.toolkit import cli, lab
 from tests.servers import serve
 
 UPSTREAM_DELAY_S = 0.25  # long enough that a blocked loop shows above the noise of 2 busy cores
@@ -53,7 +53,7 @@ def upstream() -> Iterator[SimpleNamespace]:
 def lab_api(database_url: str, upstream: SimpleNamespace) -> Iterator[str]:
     """The API in a process of its own (THREAD_LIMIT=4) on the test database; yields its URL."""
     env = {"DATABASE_URL": database_url, "THREAD_LIMIT": "4", "LAB_ROUTES": "true"}
-    with stack.api(upstream.url, env=env) as api:
+    with lab.api(upstream.url, env=env) as api:
         yield api.url
 
 
@@ -63,7 +63,7 @@ def run_command():
 
     def run(module: str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
         command = [sys.executable, "-m", f"scripts.{module}", *args]
-        return subprocess.run(command, cwd=stack.PROJECT_ROOT, capture_output=True, text=True, timeout=180,
+        return subprocess.run(command, cwd=cli.PROJECT_ROOT, capture_output=True, text=True, timeout=180,
                               env={**os.environ, **(env or {})})
 
     return run

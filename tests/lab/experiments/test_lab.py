@@ -8,8 +8,10 @@ import psutil
 import pytest
 from fastapi.testclient import TestClient
 
-from scripts.measure import closed_loop, open_client, open_clients, percentile, probe_health
-from scripts.stack import free_port
+from scripts.toolkit.health import probe_health, times_ms
+from scripts.toolkit.load import closed_loop, getter, open_client, open_clients
+from scripts.toolkit.quantiles import quantile
+from scripts.toolkit.processes import free_port
 from tests.servers import serve
 from ticket_api import lab
 from ticket_api.config import Settings
@@ -123,11 +125,11 @@ async def burst(url: str, path: str, count: int) -> tuple[float, float]:
     async with open_client(url) as health_client, open_clients(url, count) as clients:
         await health_client.get("/health")
         prober = asyncio.create_task(probe_health(health_client, 0.02, stop))
-        load = await closed_loop(clients, path, requests=count)
+        load = await closed_loop([getter(client, path) for client in clients], requests=count)
         stop.set()
-        health_ms = await prober
+        health_ms = times_ms(await prober)
     assert len(load.latencies_ms) == count, load.errors
-    return load.wall_s, percentile(health_ms, 50)
+    return load.wall_s, quantile(health_ms, 0.5)
 
 
 def test_only_the_blocking_sleep_serialises_the_requests_and_stalls_health(make_settings, fake_provider):

@@ -1,4 +1,4 @@
-"""scripts/measure.py: percentiles, the closed loop, the /health prober and the small parsers."""
+"""The toolkit's measuring parts: the quantile, the closed loop, the /health prober and the small parsers."""
 
 import argparse
 import asyncio
@@ -6,21 +6,22 @@ import asyncio
 import httpx
 import pytest
 
-from scripts.cli import CommandError, parse_levels
-from scripts.measure import (
-    check_api, closed_loop, describe_failure, generator_saturated, percentile, probe_health, server_total_ms,
-    summarize, warm_up,
-)
+from scripts.toolkit.cli import CommandError, parse_levels
+from scripts.toolkit.answers import describe_failure, server_total_ms
+from scripts.toolkit.health import check_api, probe_health
+from scripts.toolkit.load import closed_loop, generator_saturated, getter, warm_up
+from scripts.toolkit.quantiles import quantile, summarize
 
 
-def test_percentile_interpolates_between_the_nearest_values():
+def test_quantile_interpolates_between_the_nearest_values():
     values = [40.0, 10.0, 30.0, 20.0]
-    assert percentile(values, 0) == 10.0
-    assert percentile(values, 50) == 25.0
-    assert percentile(values, 100) == 40.0
-    assert percentile([7.0], 99) == 7.0
-    with pytest.raises(ValueError):
-        percentile([], 50)
+    assert quantile(values, 0) == 10.0
+    assert quantile(values, 0.5) == 25.0
+    assert quantile(values, 1) == 40.0
+    assert quantile([7.0], 0.99) == 7.0
+    for empty_or_off_scale in (([], 0.5), (values, 50)):
+        with pytest.raises(ValueError):
+            quantile(*empty_or_off_scale)
 
 
 def test_summarize_gives_the_figures_or_none_for_no_samples():
@@ -75,7 +76,7 @@ def test_the_closed_loop_sends_exactly_the_requests_asked_and_counts_failures():
         transport = fake_api([200, 503, 200])
         clients = [httpx.AsyncClient(transport=transport, base_url="http://api") for _ in range(3)]
         try:
-            return await closed_loop(clients, "/work", requests=10)
+            return await closed_loop([getter(client, "/work") for client in clients], requests=10)
         finally:
             for client in clients:
                 await client.aclose()
@@ -88,7 +89,7 @@ def test_the_closed_loop_sends_exactly_the_requests_asked_and_counts_failures():
 def test_the_closed_loop_stops_at_its_duration():
     async def run():
         async with httpx.AsyncClient(transport=fake_api([]), base_url="http://api") as client:
-            return await closed_loop([client], "/work", duration_s=0.2)
+            return await closed_loop([getter(client, "/work")], duration_s=0.2)
 
     load = asyncio.run(run())
     assert 0.2 <= load.wall_s < 1.0

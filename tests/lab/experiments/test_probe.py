@@ -2,7 +2,7 @@
 
 import json
 
-from scripts.stack import free_port
+from scripts.toolkit.processes import free_port
 
 
 def probe(run_command, url: str, path: str, concurrency: int, requests: int) -> dict:

@@ -2,7 +2,7 @@
 
 import json
 
-from scripts.stack import free_port
+from scripts.toolkit.processes import free_port
 from scripts.sweep import find_knee, render
 
 

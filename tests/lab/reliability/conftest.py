@@ -5,7 +5,7 @@ from typing import Iterator
 
 import pytest
 
-from scripts import stack
+from scripts.toolkit import lab, processes
 from ticket_api.database import apply_schema, connect
 from ticket_api.embedded import embedded_dsn, stop_embedded
 
@@ -13,10 +13,10 @@ from ticket_api.embedded import embedded_dsn, stop_embedded
 @pytest.fixture(scope="session")
 def start_simulator(tmp_path_factory) -> Iterator:
     """`start_simulator(*flags, speed=, quota=)`: a simulator process, ready; every one is stopped at the end."""
-    started: list[stack.Service] = []
+    started: list[processes.Service] = []
 
-    def start(*flags: str, speed: float = 0.01, quota: int = 0) -> stack.Service:
-        service = stack.simulator(speed=speed, quota=quota, extra=list(flags), log_dir=tmp_path_factory.mktemp("sim"))
+    def start(*flags: str, speed: float = 0.01, quota: int = 0) -> processes.Service:
+        service = lab.simulator(speed=speed, quota=quota, extra=list(flags), log_dir=tmp_path_factory.mktemp("sim"))
         started.append(service)
         return service.start()
 
@@ -28,11 +28,11 @@ def start_simulator(tmp_path_factory) -> Iterator:
 @pytest.fixture
 def start_api(database_url: str, tmp_path) -> Iterator:
     """`start_api(provider_url, **env)`: the API as a `python -m uvicorn` process on the test database."""
-    started: list[stack.Service] = []
+    started: list[processes.Service] = []
 
-    def start(provider_url: str, **env: str) -> stack.Service:
+    def start(provider_url: str, **env: str) -> processes.Service:
         settings = {"DATABASE_URL": database_url, "LAB_ROUTES": "false", **env}
-        service = stack.api(provider_url, env=settings, log_dir=tmp_path / f"api-{len(started)}")
+        service = lab.api(provider_url, env=settings, log_dir=tmp_path / f"api-{len(started)}")
         started.append(service)
         return service.start()
 

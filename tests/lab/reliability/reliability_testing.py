@@ -1,16 +1,16 @@
 """Helpers of the reliability tests: tickets with markers, their rows, and the API's idle figures."""
 
 import asyncio
-import re
 import time
 import uuid
 
 import httpx
 import psycopg
 
+from scripts.toolkit.metrics import metric_totals
+
 MODES = ("thread", "blocking", "async")
 IDLE = {"ticket_api_threads_borrowed": 0, "ticket_api_db_pool_in_use": 0, "ticket_api_provider_in_flight": 0}
-METRIC_LINE = re.compile(r"^([a-z_]+)(?:\{[^}]*\})? ([0-9.e+-]+)$")
 
 
 def marked_ticket(customer_id: int, note: str = "") -> dict:
@@ -45,12 +45,7 @@ def assert_rows_match_answer(conn: psycopg.Connection, ticket: dict, answer: htt
 
 def metric_figures(url: str) -> dict[str, float]:
     """GET /metrics as {name: value} (labelled series of one name are added up)."""
-    figures: dict[str, float] = {}
-    for line in httpx.get(f"{url}/metrics", timeout=10).text.splitlines():
-        found = METRIC_LINE.match(line)
-        if found:
-            figures[found[1]] = figures.get(found[1], 0.0) + float(found[2])
-    return figures
+    return metric_totals(httpx.get(f"{url}/metrics", timeout=10).text)
 
 
 def assert_idle(url: str, within_s: float = 5.0) -> None:

@@ -16,7 +16,8 @@ import httpx
 import psycopg
 import pytest
 
-from scripts.stack import PROJECT_ROOT, free_port
+from scripts.toolkit.cli import PROJECT_ROOT
+from scripts.toolkit.processes import free_port
 from tests.fakes import FakeProvider
 from tests.lab.reliability.reliability_testing import MODES, assert_idle, marked_ticket, post_all, rows_of
 from tests.servers import serve

@@ -19,7 +19,7 @@ import orjson
 import psutil
 import pytest
 
-from scripts import stack
+from scripts.toolkit import lab, processes
 from tests.lab.reliability.reliability_testing import marked_ticket, rows_of
 
 PARSERS = [pytest.param("httptools", marks=pytest.mark.skipif(importlib.util.find_spec("httptools") is None,
@@ -30,10 +30,10 @@ TIMEOUT_S = 2.0
 
 
 @pytest.fixture(scope="module", params=PARSERS)
-def api(request, database_url: str, tmp_path_factory) -> Iterator[stack.Service]:
+def api(request, database_url: str, tmp_path_factory) -> Iterator[processes.Service]:
     """The API under uvicorn with the parser of the param (UVICORN_HTTP) and short limits; no provider."""
     env = {"DATABASE_URL": database_url, "UVICORN_HTTP": request.param, "LOG_LEVEL": "INFO", **LIMITS}
-    service = stack.api(f"http://127.0.0.1:{stack.free_port()}/v1", env=env, log_dir=tmp_path_factory.mktemp("api"))
+    service = lab.api(f"http://127.0.0.1:{processes.free_port()}/v1", env=env, log_dir=tmp_path_factory.mktemp("api"))
     with service:
         assert parser_of(service.url) == request.param  # the parser asked for is the one that answers
         yield service
@@ -253,12 +253,12 @@ def test_the_default_limit_serves_2048_connections_even_from_1024_open_files(dat
     if hard != resource.RLIM_INFINITY and hard < 2 * limit + 512:
         pytest.skip(f"the hard open-files limit ({hard}) is too low for this test")
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 2 * limit + 512), hard))  # this test holds 2,049 sockets
-    port = stack.free_port()
+    port = processes.free_port()
     argv = [sys.executable, "-c", WITH_1024_OPEN_FILES, "-m", "uvicorn", "ticket_api.main:app", "--port", str(port),
             "--timeout-keep-alive", "60"]
     env = {"DATABASE_URL": database_url, "HTTP_HEADER_TIMEOUT_S": "60", "LOG_LEVEL": "WARNING"}
     try:
-        with stack.Service("api", argv, port, env=env, log_dir=tmp_path) as api, ExitStack() as held:
+        with processes.Service("api", argv, port, env=env, log_dir=tmp_path) as api, ExitStack() as held:
             assert open_files_soft_limit(api.process.pid) >= 2 * limit
             with httpx.Client(base_url=api.url, timeout=10) as prober:  # connection number 1
                 prober.get("/health")
@@ -281,9 +281,9 @@ def open_files_soft_limit(pid: int) -> int:
 
 def test_the_limits_apply_to_fastapi_dev_and_fastapi_run_too(database_url, tmp_path):
     for command in (["dev"], ["run", "--host", "127.0.0.1"]):
-        port = stack.free_port()
+        port = processes.free_port()
         argv = [sys.executable, "-m", "fastapi", *command, "--port", str(port)]
-        with stack.Service("api", argv, port, env={"DATABASE_URL": database_url}, log_dir=tmp_path / command[0]) as api:
+        with processes.Service("api", argv, port, env={"DATABASE_URL": database_url}, log_dir=tmp_path / command[0]) as api:
             status, body = answer(big_head_answer(api.url))
             assert (status, body["error"]) == (431, "headers_too_large"), command
 

@@ -13,6 +13,8 @@ from collections import Counter
 import pytest
 
 from scripts import soak
+from scripts.toolkit import dataset
+from scripts.toolkit.databases import create_lab_database, drop_database
 from tests.lab.reliability.reliability_testing import (
     MODES,
     assert_idle,
@@ -103,7 +105,7 @@ def test_the_soak_checks_every_mode_through_a_restart(tmp_path):
 
 def test_the_soak_check_finds_lost_duplicated_and_unanswered_tickets(database_url):
     name = f"lab_soak_check_{os.getpid()}"
-    dsn = soak.soak_database(database_url, name)
+    dsn = create_lab_database(database_url, name, dataset.SIZES["small"])
     try:
         tickets = soak.make_tickets(4, "check")
         with connect(dsn) as conn:
@@ -111,13 +113,13 @@ def test_the_soak_check_finds_lost_duplicated_and_unanswered_tickets(database_ur
             for ticket in (tickets[1], tickets[1], tickets[3]):  # 1 lost, 2 saved twice, 4 saved despite its 503
                 conn.execute("INSERT INTO tickets (customer_id, subject, body) VALUES (1, %s, 'b')",
                              (ticket["subject"],))
-        outcomes = [soak.Outcome(number, ticket["key"]) for number, ticket in enumerate(tickets, start=1)]
+        outcomes = [soak.Journey(number, ticket["key"]) for number, ticket in enumerate(tickets, start=1)]
         for outcome in outcomes[:3]:
             outcome.status, outcome.ticket_id = 201, 10**9
         outcomes[3].status, outcomes[3].error = 503, "ai_busy"
         violations = soak.check_rows(dsn, outcomes)["violations"]
     finally:
-        soak.drop_database(database_url, name)
+        drop_database(database_url, name)
     assert any(tickets[0]["key"] in line and "saved as nothing" in line for line in violations), violations
     assert any(tickets[1]["key"] in line and "saved 2 times" in line for line in violations)
     assert any(tickets[2]["key"] in line and "saved as nothing" in line for line in violations)

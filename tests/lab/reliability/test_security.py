@@ -21,7 +21,7 @@ import uvicorn
 from fastapi_cli.cli import app as fastapi_cli
 from psycopg.conninfo import make_conninfo
 
-from scripts import stack
+from scripts.toolkit import cli, processes
 from simulator.app import build_app
 from simulator.replay import load_recording
 from simulator.settings import BUNDLED_RECORDING
@@ -57,10 +57,10 @@ def test_every_server_of_the_lab_defaults_to_loopback():
 
 
 def test_the_simulator_and_the_api_listen_on_loopback_when_not_told_otherwise(database_url, tmp_path):
-    sim_port, api_port = stack.free_port(), stack.free_port()
-    simulator = stack.Service("simulator", [sys.executable, "-m", "simulator", "--port", str(sim_port)], sim_port,
+    sim_port, api_port = processes.free_port(), processes.free_port()
+    simulator = processes.Service("simulator", [sys.executable, "-m", "simulator", "--port", str(sim_port)], sim_port,
                               log_dir=tmp_path)
-    api = stack.Service("api", [sys.executable, "-m", "uvicorn", "ticket_api.main:app", "--port", str(api_port)],
+    api = processes.Service("api", [sys.executable, "-m", "uvicorn", "ticket_api.main:app", "--port", str(api_port)],
                         api_port, env={"DATABASE_URL": database_url}, log_dir=tmp_path)
     with simulator, api:
         assert listening_addresses(simulator.process.pid) == {"127.0.0.1"}
@@ -77,7 +77,7 @@ def test_the_provider_key_appears_in_no_log_line_and_no_answer(start_api, failin
     secret = f"sk-secret-{uuid.uuid4().hex}"
     env = {"PROVIDER_API_KEY": secret, "LOG_LEVEL": "DEBUG", "PROVIDER_TIMEOUT_S": "0.5"}
     answering = start_api(f"{failing_simulator.url}/v1", **env)
-    down = start_api(f"http://127.0.0.1:{stack.free_port()}/v1", **env)
+    down = start_api(f"http://127.0.0.1:{processes.free_port()}/v1", **env)
     answers = post_all(answering.url, [marked_ticket(customer_id) for _ in range(12)], concurrency=4)
     answers += post_all(down.url, [marked_ticket(customer_id) for _ in range(2)], concurrency=2)
     answers.append(httpx.get(f"{answering.url}/v1/tickets/{2**62}"))
@@ -98,10 +98,10 @@ def test_no_password_and_no_key_in_any_line_or_answer_of_a_faulty_run(start_api,
     seen: list[str] = []  # every line printed or logged, every answer
     for url in [f"postgresql+psycopg://lab:{password}@127.0.0.1:5432/lab", f"postgresql://lab:{password}@[::1/lab",
                 f"postgresql://lab:{password}%zz@127.0.0.1/lab", f"host=127.0.0.1 user=lab password='{password}",
-                f"postgresql://lab:{password}@127.0.0.1:{stack.free_port()}/lab",
-                f"host=127.0.0.1 port={stack.free_port()} user=lab password={password}"]:
-        started = subprocess.run([sys.executable, "-m", "uvicorn", "ticket_api.main:app", "--port", str(stack.free_port())],
-                                 cwd=stack.PROJECT_ROOT, env={**os.environ, "DATABASE_URL": url}, capture_output=True,
+                f"postgresql://lab:{password}@127.0.0.1:{processes.free_port()}/lab",
+                f"host=127.0.0.1 port={processes.free_port()} user=lab password={password}"]:
+        started = subprocess.run([sys.executable, "-m", "uvicorn", "ticket_api.main:app", "--port", str(processes.free_port())],
+                                 cwd=cli.PROJECT_ROOT, env={**os.environ, "DATABASE_URL": url}, capture_output=True,
                                  text=True, timeout=60)
         assert started.returncode == 3
         status = run_module("scripts.db", "status", env={"DATABASE_URL": url})

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from urllib.parse import urlsplit
 
-from scripts.stack import PROJECT_ROOT
+from scripts.toolkit.cli import PROJECT_ROOT
 
 
 def run_module(module: str, *args: str, env: dict[str, str] | None = None,

@@ -6,7 +6,7 @@ from typing import Iterator
 import pytest
 from psycopg.conninfo import conninfo_to_dict
 
-from scripts.db import init, temporary_database
+from scripts.toolkit.databases import init, temporary_database
 from tests.fakes import FakeProvider
 from tests.servers import serve
 from ticket_api.config import load_settings

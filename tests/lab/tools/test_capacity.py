@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from scripts.capacity import locust_percentile, read_locust_json, render, run_locust, summarize
-from scripts.charts import draw_capacity
+from scripts.capacity import render, summarize
+from scripts.toolkit.charts import draw_capacity
+from scripts.toolkit.locust import locust_percentile, read_locust_figures, run_locust
 from tests.fakes import FakeProvider
 from tests.lab.tools.commands import listening, run_module
 from ticket_api.errors import ProviderBusy
@@ -31,11 +32,11 @@ def test_tickets_per_second_is_users_over_the_mean_ticket_time_for_the_successes
          "total_response_time": 2500.0, "response_times": {"5": 500}},
     ]
     (tmp_path / "run.json").write_text(json.dumps(entries))
-    figures = read_locust_json(str(tmp_path / "run.json"), users=8)
+    figures = read_locust_figures(str(tmp_path / "run"), users=8)
     assert figures == {"requests": 140, "failures": 4, "tickets_per_s": pytest.approx(8 / 2.25 * 136 / 140),
                        "p50_ms": 2200.0, "p95_ms": 2400.0}
     (tmp_path / "none.json").write_text("[]")
-    assert read_locust_json(str(tmp_path / "none.json"), users=8)["tickets_per_s"] == 0.0
+    assert read_locust_figures(str(tmp_path / "none"), users=8)["tickets_per_s"] == 0.0
 
 
 def a_run(mode: str, users: int, tickets_per_s: float, provider_s: float, **extra) -> dict:

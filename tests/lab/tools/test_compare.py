@@ -8,9 +8,10 @@ import subprocess
 import sys
 import time
 
-from scripts.charts import draw_health_medians
-from scripts.compare import COURSE, render, summarize
-from scripts.stack import PROJECT_ROOT
+from scripts.toolkit.charts import draw_health_medians
+from scripts.compare import render, summarize
+from scripts.toolkit import course
+from scripts.toolkit.cli import PROJECT_ROOT
 from tests.lab.tools.commands import listening, run_module
 
 
@@ -28,7 +29,7 @@ def test_each_figure_is_the_median_of_the_passes():
     blocking, free = summarize(runs)
     assert (blocking["total_s"], blocking["health_answers"], blocking["health_median_ms"]) == (19.0, 3, 8700.0)
     assert blocking["health_slowest_ms"] == 9800.0 and blocking["passes"] == 3
-    assert blocking["course"] == COURSE["blocking"]
+    assert blocking["course"] == course.stall("blocking")
     assert free["health_median_ms"] is None and free["statuses"] == [201]
 
 

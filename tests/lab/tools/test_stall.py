@@ -7,10 +7,11 @@ import re
 
 import httpx
 
-from scripts import dataset
-from scripts.dataset import random_ticket
-from scripts.measure import error_code, server_timing
-from scripts.stall import measure_stall, report, send_ticket
+from scripts.toolkit import dataset
+from scripts.toolkit.dataset import random_ticket
+from scripts.stall import report
+from scripts.toolkit.answers import error_code, server_timing
+from scripts.toolkit.stalls import measure_stall, send_ticket
 from tests.fakes import FakeProvider
 from tests.lab.tools.commands import run_module
 from ticket_api.errors import ProviderBusy

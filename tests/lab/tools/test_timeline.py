@@ -5,9 +5,10 @@ import asyncio
 import httpx
 import pytest
 
-from scripts import stack
-from scripts.measure import provider_calls, server_timing
-from scripts.stall import draw_timeline, measure_stall
+from scripts.toolkit import lab
+from scripts.toolkit.answers import provider_calls, server_timing
+from scripts.toolkit.charts import draw_timeline
+from scripts.toolkit.stalls import measure_stall
 
 MODES = ["blocking", "async", "thread"]
 TICKET = {"customer_id": 1, "subject": "Parcel 51 has not arrived", "body": "It was due on Monday."}
@@ -16,7 +17,7 @@ TICKET = {"customer_id": 1, "subject": "Parcel 51 has not arrived", "body": "It 
 @pytest.fixture(scope="module")
 def provider_url():
     """The simulator at a fifth of the course's delays (classify ~180 ms, draft ~220 ms, embed ~40 ms), quota off."""
-    with stack.simulator(speed=0.2, quota=0) as simulator:
+    with lab.simulator(speed=0.2, quota=0) as simulator:
         yield f"{simulator.url}/v1"
 
 

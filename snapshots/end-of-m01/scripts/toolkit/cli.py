@@ -1,11 +1,18 @@
-"""What every lab command shares: one-line errors, the exit codes (0 ok, 1 check failed, 2 usage/environment), argparse types."""
+"""What every lab command shares: one-line errors, exit codes (0 ok, 1 check failed, 2 usage/environment), SIGTERM
+handled like Ctrl+C, progress lines and their clock, argparse types and plain-text tables."""
 
 import argparse
 import signal
 import sys
-from typing import Callable, NoReturn
+import time
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import NoReturn
 
 from ticket_api.errors import StartupError
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 class CommandError(Exception):
@@ -70,3 +77,45 @@ def parse_levels(text: str) -> list[int]:
     if not levels or min(levels) < 1:
         raise argparse.ArgumentTypeError(f"{text!r}: give one or more integers >= 1")
     return levels
+
+
+class Clock:
+    """Time since the command started, shown as `m:ss` in progress lines."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+
+    def __str__(self) -> str:
+        minutes, seconds = divmod(int(time.monotonic() - self.started), 60)
+        return f"{minutes}:{seconds:02d}"
+
+
+def output_folder(out: str | None, name: str) -> Path:
+    """The folder `out`, or a new `.lab/NAME-YYYYmmdd-HHMMSS` in the project (.lab is not committed)."""
+    folder = Path(out) if out else PROJECT_ROOT / ".lab" / f"{name}-{datetime.now():%Y%m%d-%H%M%S}"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def format_table(headers: list[str], rows: list[list]) -> str:
+    """Columns padded to their widest cell: the first one left-aligned, the others right-aligned."""
+    widths = [max(len(str(cell)) for cell in column) for column in zip(headers, *rows, strict=False)]
+
+    def line(cells: list) -> str:
+        padded = [str(cell).ljust(w) if i == 0 else str(cell).rjust(w)
+                  for i, (cell, w) in enumerate(zip(cells, widths, strict=False))]
+        return "  ".join(padded).rstrip()
+
+    return "\n".join(line(cells) for cells in [headers, *rows])
+
+
+def fmt_ms(value: float | None) -> str:
+    """Milliseconds for a table: `12.3`, `1,955` past a thousand, `-` when there is no figure."""
+    if value is None:
+        return "-"
+    return f"{value:,.0f}" if value >= 1000 else f"{value:.1f}"
+
+
+def readable_ms(ms: float) -> str:
+    """`8.74 s` from a thousand milliseconds on, else `3.4 ms`."""
+    return f"{ms / 1000:.2f} s" if ms >= 1000 else f"{ms:.1f} ms"

@@ -1,23 +1,20 @@
-"""Start and stop the lab's processes (simulator, API) for scripts and tests: free ports, stopped by pid."""
+"""The one process runner of scripts and tests: free ports, a Service ready on /health, stopped by pid (and group)."""
 
 import os
 import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
-import httpx
+from scripts.toolkit.cli import PROJECT_ROOT, CommandError
+from scripts.toolkit.health import is_healthy
 
-from scripts.cli import CommandError
-
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
 # Popen options that give a process a group of its own: stopping it stops its children (uvicorn
 # workers), and the terminal's Ctrl+C reaches only us, so we stop it in order.
 OWN_GROUP = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if os.name == "nt" else {"start_new_session": True}
@@ -81,7 +78,7 @@ class Service:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise CommandError(f"{self.name} stopped during start-up: {self.last_log_line()}")
-            if self._listening() if ready == "port" else self._healthy():
+            if self._listening() if ready == "port" else is_healthy(self.url):
                 return
             time.sleep(0.05)
         raise CommandError(f"{self.name} did not answer within {timeout_s:g} s; see {self.log_path}")
@@ -94,12 +91,6 @@ class Service:
         if self._own_log_dir and self.process.returncode == 0:
             shutil.rmtree(self.log_path.parent, ignore_errors=True)
         return self.process.returncode
-
-    def _healthy(self) -> bool:
-        try:
-            return httpx.get(f"{self.url}/health", timeout=1).status_code == 200
-        except httpx.TransportError:
-            return False
 
     def _listening(self) -> bool:
         with socket.socket() as sock:
@@ -115,28 +106,6 @@ class Service:
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
-
-
-def simulator(port: int | None = None, speed: float = 1.0, quota: int = 0, extra: list[str] | None = None,
-              log_dir: Path | None = None, cwd: Path = PROJECT_ROOT) -> Service:
-    """`python -m simulator` on a free port, quota off unless given."""
-    port = port or free_port()
-    argv = [sys.executable, "-m", "simulator", "--port", str(port), "--speed", str(speed), "--quota", str(quota)]
-    return Service("simulator", argv + (extra or []), port, log_dir=log_dir, cwd=cwd)
-
-
-def api(provider_url: str, port: int | None = None, env: dict[str, str] | None = None, workers: int = 1,
-        log_dir: Path | None = None, cwd: Path = PROJECT_ROOT, loop: str = "asyncio") -> Service:
-    """The ticket API under uvicorn on a free port; `env` sets its settings (INTAKE_MODE=..., ...).
-
-    `loop` is asyncio's own event loop, as the course measured, or "uvloop"; named, never left to
-    uvicorn's "auto", which takes uvloop whenever it is installed.
-    """
-    port = port or free_port()
-    argv = [sys.executable, "-m", "uvicorn", "ticket_api.main:app", "--host", "127.0.0.1", "--port", str(port),
-            "--workers", str(workers), "--loop", loop, "--timeout-graceful-shutdown", "30", "--no-access-log"]
-    settings = {"PROVIDER_URL": provider_url, "LOG_LEVEL": "WARNING", **(env or {})}
-    return Service("api", argv, port, env=settings, log_dir=log_dir, cwd=cwd)
 
 
 def stop_process(process: subprocess.Popen, timeout_s: float = 35) -> int:

@@ -1,0 +1,29 @@
+"""The one quantile function of the tools (on the 0-1 scale, as `statistics` and NumPy's `quantile`), and summaries."""
+
+import math
+
+
+def quantile(values: list[float], q: float) -> float:
+    """The q-quantile (0 to 1) of the values, interpolated between the two nearest; ValueError if empty."""
+    if not values:
+        raise ValueError("no values")
+    if not 0 <= q <= 1:
+        raise ValueError(f"q={q} is not between 0 and 1")
+    ordered = sorted(values)
+    rank = (len(ordered) - 1) * q
+    low, high = math.floor(rank), math.ceil(rank)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+def summarize(values_ms: list[float]) -> dict:
+    """count, p50, p95, p99, max and mean of the samples; each figure is None when there are none."""
+    if not values_ms:
+        return {"count": 0, "p50": None, "p95": None, "p99": None, "max": None, "mean": None}
+    return {
+        "count": len(values_ms),
+        "p50": quantile(values_ms, 0.50),
+        "p95": quantile(values_ms, 0.95),
+        "p99": quantile(values_ms, 0.99),
+        "max": max(values_ms),
+        "mean": sum(values_ms) / len(values_ms),
+    }

@@ -1,0 +1,148 @@
+"""The lab's services: a simulator and the API as Services, and the whole lab per INTAKE_MODE from nothing.
+
+`simulator()` and `api()` build the two services (tests and every command that starts one);
+`running_lab()` starts the database and `Lab.api(mode)` a simulator (quota off) and the API in
+that mode on top of it (compare, capacity, bench). Whatever it starts is stopped by pid when the
+`with` block ends: normally, on an error, on Ctrl+C and on SIGTERM (toolkit.cli.run makes it one).
+"""
+
+import argparse
+import importlib.util
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from scripts.toolkit.cli import PROJECT_ROOT, Clock, CommandError, progress
+from scripts.toolkit.databases import init
+from scripts.toolkit.processes import Service, free_port
+from ticket_api.config import load_settings
+from ticket_api.database import connect, resolve_dsn, shown_dsn
+
+MODES = ("blocking", "async", "thread")
+LOOPS = ("asyncio", "uvloop")  # asyncio's own loop is the course's; uvloop is the optional extra
+# The exit codes of the commands that start the whole lab and create tickets (compare, capacity).
+EXIT_CODES = ("Exit codes: 0 every ticket answered 201, 1 some did not, "
+              "2 a port is in use, a start-up failed or bad arguments.")
+STOP_TIMEOUT_S = 10  # SIGKILL after this; every request has finished by then in these experiments
+
+
+def simulator(port: int | None = None, speed: float = 1.0, quota: int = 0, extra: list[str] | None = None,
+              log_dir: Path | None = None, cwd: Path = PROJECT_ROOT) -> Service:
+    """`python -m simulator` on a free port, quota off unless given."""
+    port = port or free_port()
+    argv = [sys.executable, "-m", "simulator", "--port", str(port), "--speed", str(speed), "--quota", str(quota)]
+    return Service("simulator", argv + (extra or []), port, log_dir=log_dir, cwd=cwd)
+
+
+def api(provider_url: str, port: int | None = None, env: dict[str, str] | None = None, workers: int = 1,
+        log_dir: Path | None = None, cwd: Path = PROJECT_ROOT, loop: str = "asyncio") -> Service:
+    """The ticket API under uvicorn on a free port; `env` sets its settings (INTAKE_MODE=..., ...).
+
+    `loop` is asyncio's own event loop, as the course measured, or "uvloop"; named, never left to
+    uvicorn's "auto", which takes uvloop whenever it is installed.
+    """
+    port = port or free_port()
+    argv = [sys.executable, "-m", "uvicorn", "ticket_api.main:app", "--host", "127.0.0.1", "--port", str(port),
+            "--workers", str(workers), "--loop", loop, "--timeout-graceful-shutdown", "30", "--no-access-log"]
+    settings = {"PROVIDER_URL": provider_url, "LOG_LEVEL": "WARNING", **(env or {})}
+    return Service("api", argv, port, env=settings, log_dir=log_dir, cwd=cwd)
+
+
+class Lab:
+    """The running database; `api(mode)` starts a simulator and the API in that mode on top of it."""
+
+    def __init__(self, dsn: str, speed: float, log_dir: Path, clock: Clock):
+        self.dsn = dsn
+        self.speed = speed
+        self.log_dir = log_dir
+        self.clock = clock
+        self.simulator: Service | None = None
+
+    @contextmanager
+    def api(self, mode: str, workers: int = 1, env: dict[str, str] | None = None,
+            loop: str = "asyncio") -> Iterator[Service]:
+        """The API in INTAKE_MODE=`mode` (and `env`) on `loop` with `workers` processes, in front of a simulator
+        of its own.
+
+        A fresh simulator per mode replays the same seeded provider latencies to every mode, so the
+        modes differ only in how they wait.
+        """
+        name = run_name(mode, loop)
+        folder = self.log_dir / name
+        with started(simulator(speed=self.speed, quota=0, log_dir=folder)) as provider:
+            self.simulator = provider
+            settings = {"INTAKE_MODE": mode, "DATABASE_URL": self.dsn, **(env or {})}
+            with started(api(f"{provider.url}/v1", env=settings, workers=workers, log_dir=folder, loop=loop)) as server:
+                progress(f"[{self.clock}] {name}: simulator at {provider.url} (speed {self.speed:g}, quota off), "
+                         f"API at {server.url} on {loop}")
+                yield server
+
+    def last_ticket_id(self) -> int:
+        """The highest ticket id now: tickets created from now on have higher ones."""
+        with connect(self.dsn) as conn:
+            return conn.execute("SELECT coalesce(max(id), 0) FROM tickets").fetchone()[0]
+
+    def provider_time(self, after_id: int) -> tuple[int, float | None]:
+        """(tickets saved, mean provider seconds per ticket: classify + draft + embed) after `after_id`."""
+        with connect(self.dsn) as conn:
+            count, mean_ms = conn.execute(
+                "SELECT count(*), avg(classify_ms + draft_ms + embed_ms) FROM ticket_ai_results WHERE ticket_id > %s",
+                (after_id,),
+            ).fetchone()
+        return count, None if mean_ms is None else float(mean_ms) / 1000
+
+
+@contextmanager
+def running_lab(speed: float, log_dir: Path, clock: Clock) -> Iterator[Lab]:
+    """Start the database (the small data set loaded if missing)."""
+    # The parent starts the embedded server and so owns its lifetime; the APIs get its URL.
+    dsn = resolve_dsn(load_settings())
+    progress(f"database {shown_dsn(dsn)}: {init(dsn, 'small')}")
+    yield Lab(dsn, speed, log_dir, clock)
+
+
+@contextmanager
+def started(service: Service) -> Iterator[Service]:
+    """Start the service; stop it when the block ends, however it ends."""
+    try:
+        yield service.start()
+    finally:
+        service.stop(STOP_TIMEOUT_S)
+
+
+def parse_modes(text: str) -> list[str]:
+    """`blocking,async,thread` as a list of INTAKE_MODE values (an argparse type)."""
+    modes = [part.strip() for part in text.split(",") if part.strip()]
+    unknown = [mode for mode in modes if mode not in MODES]
+    if not modes or unknown:
+        raise argparse.ArgumentTypeError(f"{text!r}: give one or more of {', '.join(MODES)}, separated by commas")
+    return modes
+
+
+def add_modes_argument(parser: argparse.ArgumentParser, default: list[str]) -> None:
+    """--modes: the INTAKE_MODE values to run, in order (compare, capacity)."""
+    parser.add_argument("--modes", type=parse_modes, default=default,
+                        help=f"INTAKE_MODE values in the order to run (default {','.join(default)})")
+
+
+def run_name(mode: str, loop: str) -> str:
+    """`blocking` on asyncio's loop (the default), `blocking-uvloop` on uvloop: for progress lines and file names."""
+    return mode if loop == "asyncio" else f"{mode}-{loop}"
+
+
+def event_loop(text: str) -> str:
+    """`asyncio` or `uvloop` (an argparse type); uvloop must be installed, else CommandError (exit code 2)."""
+    if text not in LOOPS:
+        raise argparse.ArgumentTypeError(f"{text!r}: give {' or '.join(LOOPS)}")
+    if text == "uvloop" and importlib.util.find_spec("uvloop") is None:
+        raise CommandError('uvloop is not installed: python -m pip install -e ".[uvloop]" (macOS and Linux only)')
+    return text
+
+
+def parse_loops(text: str) -> list[str]:
+    """`asyncio,uvloop` as a list of event loops (an argparse type), each checked by event_loop()."""
+    loops = [event_loop(part.strip()) for part in text.split(",") if part.strip()]
+    if not loops:
+        raise argparse.ArgumentTypeError(f"{text!r}: give {' or '.join(LOOPS)}, or both separated by a comma")
+    return loops
