@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 import aiohttp
 import httpx
 import orjson
-from httpx_aiohttp import AiohttpTransport
+from httpx_aiohttp.transport import AiohttpTransport, map_aiohttp_exceptions
 
 from ticket_api.config import Settings
 from ticket_api.errors import ProviderBusy, ProviderTimeout, ProviderUnavailable, describe
@@ -111,8 +111,37 @@ def make_async_client(kind: str, options: dict) -> httpx.AsyncClient:
     provider, becomes the limit. aiohttp's pool does not.
     """
     if kind == "aiohttp" and options["transport"] is None:
-        return CookielessAsyncClient(**{**options, "transport": AiohttpTransport(limits=options["limits"])})
+        return CookielessAsyncClient(**{**options, "transport": WholeAnswerTransport(limits=options["limits"])})
     return CookielessAsyncClient(**options)
+
+
+class WholeAnswerTransport(AiohttpTransport):
+    """httpx-aiohttp's transport, reading each answer whole inside aiohttp.
+
+    The provider's answers are small JSON documents: handing them to httpx as a stream, to be read
+    chunk by chunk through two layers of async iterators, cost about 6% of the event loop's time.
+    """
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        """Send `request` with aiohttp; the answer, read whole (its body decoded by httpx as usual)."""
+        if not isinstance(self.client, aiohttp.ClientSession):
+            self.client = self.get_client()
+        timeout = request.extensions.get("timeout", {})
+        with map_aiohttp_exceptions():
+            async with self.client.request(
+                request.method, str(request.url), headers=request.headers, data=request.content or None,
+                allow_redirects=False, auto_decompress=False, compress=False,
+                timeout=_client_timeout(timeout.get("connect"), timeout.get("read"), timeout.get("pool")),
+            ) as answer:
+                content = await answer.read()
+        return httpx.Response(answer.status, headers=answer.raw_headers, content=content, request=request,
+                              extensions={"http_version": b"HTTP/1.1", "reason_phrase": (answer.reason or "").encode()})
+
+
+@lru_cache(maxsize=16)
+def _client_timeout(connect: float | None, read: float | None, pool: float | None) -> aiohttp.ClientTimeout:
+    # httpx's timeouts in aiohttp's terms, as httpx-aiohttp maps them; made once, not per call.
+    return aiohttp.ClientTimeout(sock_connect=connect, sock_read=read, connect=pool)
 
 
 class _NoCookies(httpx.Cookies):
