@@ -8,12 +8,13 @@ The postmaster killed is an embedded server of this module's own, never the sess
 """
 
 import json
+import os
 import time
 
 import httpx
 import pytest
 
-from scripts.soak import kill, kill_postgres
+from scripts import soak
 from tests.lab.reliability.reliability_testing import (
     MODES,
     keyed_load,
@@ -83,7 +84,7 @@ def test_kill_9_of_the_api_under_load_leaves_whole_tickets_and_a_retry_returns_t
     with keyed_load(api.url, customer_id, CLIENTS) as sent:
         wait_for(lambda: created(sent) >= CREATED_BEFORE_THE_KILL, 30, "tickets created before the kill")
         time.sleep(TICKET_S / 2)  # the next tickets are in the middle of their work
-        assert kill(api) == -9
+        assert soak.kill(api) == -9
     cut = [each for each in sent if isinstance(each.answer, Exception)]
     in_flight = [each for each in cut if not isinstance(each.answer, httpx.ConnectError)]
     assert in_flight, "no request was in flight when the API was killed"
@@ -121,7 +122,7 @@ def test_kill_9_of_postgres_under_load_is_503_and_the_api_recovers_by_itself(sta
         wait_for(lambda: created(sent) >= CREATED_BEFORE_THE_KILL, 30, "tickets created before the kill")
         time.sleep(TICKET_S / 2)
         try:
-            kill_postgres(own_database.pgdata)
+            soak.kill_postgres(own_database.pgdata)
             probe_health_for(DB_DOWN_S)
         finally:
             assert embedded_dsn(own_database.pgdata) == own_database.dsn  # the same server, after crash recovery
@@ -168,3 +169,25 @@ def test_the_soak_kills_the_api_and_postgres_and_counts_what_was_committed_witho
     assert run["restart"]["exit_code"] == -9 and run["restart"]["postgres"]["after_ticket"] == 36
     assert "SIGKILL to the API" in result.stderr and "SIGKILL to PostgreSQL's postmaster" in result.stderr
     assert not (tmp_path / "pgdata").exists()  # the run's own server, stopped and removed
+
+
+def test_the_soak_counts_a_ticket_committed_before_the_attempt_that_got_its_201(database_url):
+    name = f"lab_soak_crash_{os.getpid()}"
+    dsn = soak.soak_database(database_url, name)
+    try:
+        tickets = soak.make_tickets(2, "crash")
+        outcomes = [soak.Outcome(number, ticket["key"]) for number, ticket in enumerate(tickets, start=1)]
+        for ticket, outcome in zip(tickets, outcomes):
+            outcome.sent_at = time.time()  # the first ticket's row is committed after this attempt was sent
+            with connect(dsn) as conn:
+                conn.execute("ALTER TABLE tickets DISABLE TRIGGER USER")  # no AI results needed here
+                outcome.ticket_id = conn.execute(
+                    "INSERT INTO tickets (customer_id, subject, body) VALUES (1, %s, 'b') RETURNING id",
+                    (ticket["subject"],)).fetchone()[0]
+            outcome.status = 201
+        outcomes[1].connection_errors, outcomes[1].sent_at = ["ReadError"], time.time()  # its retry, after the commit
+        checked = soak.check_rows(dsn, outcomes)
+    finally:
+        soak.drop_database(database_url, name)
+    assert checked["committed_without_201"] == [tickets[1]["key"]]
+    assert checked["saved_without_201"] == []
