@@ -31,6 +31,7 @@ def embedded_dsn(pgdata: Path = PGDATA, keep_running: bool = False) -> str:
     """
     pgdata.parent.mkdir(parents=True, exist_ok=True)
     _forget_exited_users(pgdata)
+    _forget_dead_server(pgdata)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -81,6 +82,14 @@ def _forget_exited_users(pgdata: Path) -> None:
         for pid in registry.get():
             if pid != os.getpid() and not psutil.pid_exists(pid):
                 registry.get_and_remove(pid)
+
+
+def _forget_dead_server(pgdata: Path) -> None:
+    # The package remembers the server it started in this process and hands out its DSN again, even
+    # if that server has since died (a kill -9, a crash): forgotten, it is started again (crash recovery).
+    server = PostgresServer._instances.get(pgdata.resolve())
+    if server is not None and not server.get_postmaster_info().is_running():
+        PostgresServer._instances.pop(pgdata.resolve(), None)
 
 
 def _server_user() -> str | None:
