@@ -36,7 +36,8 @@ STUDENT_PARTS = ["pyproject.toml", ".env.example", ".gitignore", "ticket_api", "
                  "locustfiles"]
 # The lab's own tools and tests: not part of a student's project.
 ROOT_ONLY = {"scripts/snapshots.py", "scripts/lessons_readme.py", "scripts/compare.py", "scripts/capacity.py",
-             "scripts/charts.py", "scripts/bench.py", "scripts/soak.py", "scripts/lab_stack.py", "tests/lab"}
+             "scripts/charts.py", "scripts/bench.py", "scripts/soak.py", "scripts/lab_stack.py", "tests/lab",
+             "scripts/watch.py", "scripts/toolkit/watcher.py", "scripts/toolkit/watch_page.html"}
 OWN_README = "README.md"  # each snapshot has its own, written for the student's project at that point
 SUITE_TIMEOUT_S = 900
 COMPARISONS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
