@@ -24,6 +24,7 @@ TICK_S = 0.2
 WINDOW_S = 60.0
 NO_ANSWER_S = 0.5  # a probe waiting longer than this counts as "no answer"
 TIMEOUT_S = 30.0  # a probe given up after this; the next one starts at once
+RATE_OVER_S = 2.0  # tickets per second over the last 2 s: steadier than over one 0.2 s interval
 
 Row = dict[str, Any]
 
@@ -130,8 +131,8 @@ class Watcher:
     started: float = field(default_factory=time.monotonic)
     header: dict[str, str] = field(default_factory=dict)
     _rows: deque[Row] = field(default_factory=deque)
-    _last_scrape: Scrape | None = None
-    _interval: Row = field(default_factory=dict)  # lag and tickets/s between the last two scrapes
+    _scrapes: deque[Scrape] = field(default_factory=deque)  # the last RATE_OVER_S seconds' answers of /metrics
+    _interval: Row = field(default_factory=lambda: {"lag_s": None, "tickets_per_s": None})
 
     def rows(self) -> list[Row]:
         """The rows of the window, oldest first; each has `t`, seconds since the watcher started."""
@@ -171,26 +172,27 @@ class Watcher:
 
     def _api(self, now: float) -> Row:
         scrape: Scrape | None = self.metrics.answer if self.metrics.answers(now) else None
-        if scrape is not None and scrape is not self._last_scrape:
-            self._between_scrapes(self._last_scrape, scrape)
-            self._last_scrape = scrape
-            self.header = scrape.info
+        if scrape is not None and (not self._scrapes or scrape is not self._scrapes[-1]):
+            self._add_scrape(scrape)
         if scrape is None:
             return dict.fromkeys(GAUGES, None) | {"lag_s": None, "tickets_per_s": None}
         figures = {key: scrape.get(name) for key, name in GAUGES.items()}
-        return figures | {"lag_s": self._interval.get("lag_s"), "tickets_per_s": self._interval.get("tickets_per_s")}
+        return figures | self._interval
 
-    def _between_scrapes(self, before: Scrape | None, after: Scrape) -> None:
-        """Lag and tickets/s are figures of the time between two answers: rows of that time get them too."""
-        self._interval: Row = {}
-        if before is None:
+    def _add_scrape(self, scrape: Scrape) -> None:
+        """Lag and tickets/s are figures of the time between answers: the rows of that time get them too."""
+        self.header = scrape.info
+        self._scrapes.append(scrape)
+        while len(self._scrapes) > 2 and self._scrapes[1].at <= scrape.at - RATE_OVER_S:
+            self._scrapes.popleft()
+        if len(self._scrapes) < 2:
             return
-        span_s = after.at - before.at
-        created = after.by_label("ticket_api_tickets_total", "outcome")
-        earlier = before.by_label("ticket_api_tickets_total", "outcome")
+        before, oldest = self._scrapes[-2], self._scrapes[0]
+        created = scrape.by_label("ticket_api_tickets_total", "outcome")
+        earlier = oldest.by_label("ticket_api_tickets_total", "outcome")
         self._interval = {
-            "lag_s": largest_lag_s(before, after),
-            "tickets_per_s": {outcome: round(max(0.0, count - earlier.get(outcome, 0.0)) / span_s, 2)
+            "lag_s": largest_lag_s(before, scrape),
+            "tickets_per_s": {outcome: round(max(0.0, count - earlier.get(outcome, 0.0)) / (scrape.at - oldest.at), 2)
                               for outcome, count in created.items()},
         }
         since = before.at - self.started
