@@ -9,9 +9,10 @@ Every TICK_S, one row takes the latest value of every series; the last WINDOW_S 
 
 import asyncio
 import contextlib
+import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -232,3 +233,27 @@ async def watching(api_url: str, simulator_url: str, window_s: float = WINDOW_S)
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+@contextlib.contextmanager
+def watching_in_thread(api_url: str, simulator_url: str, window_s: float = WINDOW_S) -> Iterator[Watcher]:
+    """A Watcher probing from a thread and event loop of its own, for code that blocks (a Locust run).
+
+    Read its rows once the block has ended: the thread no longer adds to them then.
+    """
+    watcher = Watcher(api_url.rstrip("/"), simulator_url.rstrip("/"), window_s)
+    loop = asyncio.new_event_loop()
+    task = loop.create_task(watcher.run())
+
+    def probe_until_cancelled() -> None:
+        with contextlib.suppress(asyncio.CancelledError):
+            loop.run_until_complete(task)
+
+    thread = threading.Thread(target=probe_until_cancelled, name="watcher", daemon=True)
+    thread.start()
+    try:
+        yield watcher
+    finally:
+        loop.call_soon_threadsafe(task.cancel)
+        thread.join()
+        loop.close()

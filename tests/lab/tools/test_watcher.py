@@ -2,12 +2,14 @@
 
 import asyncio
 import socket
+import threading
+import time
 
 import httpx
 import pytest
 
 from scripts.stack import free_port
-from scripts.toolkit.watcher import NO_ANSWER_S, largest_lag_s, read_scrape, watching
+from scripts.toolkit.watcher import NO_ANSWER_S, largest_lag_s, read_scrape, watching, watching_in_thread
 
 LAG = "ticket_api_event_loop_lag_seconds"
 BOUNDS = ("0.001", "0.005", "0.01", "1.0", "2.5", "+Inf")
@@ -48,3 +50,13 @@ def test_rows_say_no_answer_while_the_api_hangs_or_is_down():
     assert late and all(not row["api_answers"] for row in late)
     assert late[-1]["health_s"] > 1.0  # how long /health has waited so far
     assert all(row["threads_borrowed"] is None and row["sim_in_flight"] is None for row in late)
+
+
+def test_a_watcher_in_a_thread_stops_with_its_block():
+    with watching_in_thread(f"http://127.0.0.1:{free_port()}", f"http://127.0.0.1:{free_port()}") as watcher:
+        time.sleep(0.7)
+    rows = watcher.rows()
+    assert len(rows) >= 2 and all(row["health_s"] is None for row in rows)  # nothing listens: down, not waiting
+    time.sleep(0.3)
+    assert watcher.rows() == rows  # stopped
+    assert not [thread for thread in threading.enumerate() if thread.name == "watcher"]
