@@ -4,7 +4,8 @@
 Three probes run side by side, each with at most one request in flight: GET /health, timed here;
 the API's GET /metrics; the simulator's GET /admin/stats. A probe still waiting is a probe without
 an answer: its series get no value meanwhile, and /health's shows how long it has been waiting.
-Every TICK_S, one row takes the latest value of every series; the last WINDOW_S seconds are kept.
+Every tick (0.2 s), one row takes the latest value of every series; the last WINDOW_S seconds are kept.
+/health is asked twice a tick, the others once: 15 small requests a second to the API at 0.2 s.
 """
 
 import asyncio
@@ -12,22 +13,22 @@ import contextlib
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-HEALTH_EVERY_S = 0.1
-SCRAPE_EVERY_S = 0.2
-TICK_S = 0.2
+TICK_S = 0.2  # the page's; scripts.compare and scripts.capacity record every RECORD_TICK_S
+RECORD_TICK_S = 0.5
 WINDOW_S = 60.0
 NO_ANSWER_S = 0.5  # a probe waiting longer than this counts as "no answer"
 TIMEOUT_S = 30.0  # a probe given up after this; the next one starts at once
 RATE_OVER_S = 2.0  # tickets per second over the last 2 s: steadier than over one 0.2 s interval
 
 Row = dict[str, Any]
+T = TypeVar("T")
 
 
 class Probe:
@@ -129,6 +130,7 @@ class Watcher:
     api_url: str
     simulator_url: str
     window_s: float = WINDOW_S
+    tick_s: float = TICK_S
     started: float = field(default_factory=time.monotonic)
     header: dict[str, str] = field(default_factory=dict)
     _rows: deque[Row] = field(default_factory=deque)
@@ -143,14 +145,14 @@ class Watcher:
         """Probe and make rows until cancelled."""
         limits = httpx.Limits(max_connections=3, max_keepalive_connections=3)
         async with httpx.AsyncClient(limits=limits, trust_env=False) as client:
-            self.health = Probe(client, f"{self.api_url}/health", HEALTH_EVERY_S)
-            self.metrics = Probe(client, f"{self.api_url}/metrics", SCRAPE_EVERY_S, read_scrape)
-            self.simulator = Probe(client, f"{self.simulator_url}/admin/stats", SCRAPE_EVERY_S,
+            self.health = Probe(client, f"{self.api_url}/health", self.tick_s / 2)
+            self.metrics = Probe(client, f"{self.api_url}/metrics", self.tick_s, read_scrape)
+            self.simulator = Probe(client, f"{self.simulator_url}/admin/stats", self.tick_s,
                                    lambda response: response.json())
             probes = [asyncio.create_task(probe.run()) for probe in (self.health, self.metrics, self.simulator)]
             try:
                 while True:  # the first row after the probes had a tick to answer
-                    await asyncio.sleep(TICK_S - (time.monotonic() - self.started) % TICK_S)
+                    await asyncio.sleep(self.tick_s - (time.monotonic() - self.started) % self.tick_s)
                     self._tick(time.monotonic())
             finally:
                 for task in probes:
@@ -223,9 +225,10 @@ GAUGES = {
 
 
 @contextlib.asynccontextmanager
-async def watching(api_url: str, simulator_url: str, window_s: float = WINDOW_S) -> AsyncIterator[Watcher]:
+async def watching(api_url: str, simulator_url: str, window_s: float = WINDOW_S,
+                   tick_s: float = TICK_S) -> AsyncIterator[Watcher]:
     """A Watcher probing in the background for the length of the block."""
-    watcher = Watcher(api_url.rstrip("/"), simulator_url.rstrip("/"), window_s)
+    watcher = Watcher(api_url.rstrip("/"), simulator_url.rstrip("/"), window_s, tick_s)
     task = asyncio.create_task(watcher.run())
     try:
         yield watcher
@@ -235,13 +238,21 @@ async def watching(api_url: str, simulator_url: str, window_s: float = WINDOW_S)
             await task
 
 
+async def watched(work: Awaitable[T], api_url: str, simulator_url: str) -> tuple[T, list[Row]]:
+    """Await `work` while a Watcher records what the server holds (every RECORD_TICK_S); its result and the rows."""
+    async with watching(api_url, simulator_url, window_s=float("inf"), tick_s=RECORD_TICK_S) as watcher:
+        result = await work
+    return result, watcher.rows()
+
+
 @contextlib.contextmanager
-def watching_in_thread(api_url: str, simulator_url: str, window_s: float = WINDOW_S) -> Iterator[Watcher]:
+def watching_in_thread(api_url: str, simulator_url: str, window_s: float = WINDOW_S,
+                       tick_s: float = TICK_S) -> Iterator[Watcher]:
     """A Watcher probing from a thread and event loop of its own, for code that blocks (a Locust run).
 
     Read its rows once the block has ended: the thread no longer adds to them then.
     """
-    watcher = Watcher(api_url.rstrip("/"), simulator_url.rstrip("/"), window_s)
+    watcher = Watcher(api_url.rstrip("/"), simulator_url.rstrip("/"), window_s, tick_s)
     loop = asyncio.new_event_loop()
     task = loop.create_task(watcher.run())
 
