@@ -97,6 +97,12 @@ def read_scrape(response: httpx.Response) -> Scrape:
     return Scrape(time.monotonic(), values, info)
 
 
+def read_simulator_stats(response: httpx.Response) -> dict[str, Any]:
+    """The simulator's GET /admin/stats; KeyError or ValueError if it is not the simulator's answer."""
+    stats = response.json()
+    return {key: stats[key] for key in ("in_flight", "quota_limit", "quota_remaining")}
+
+
 def largest_lag_s(before: Scrape, after: Scrape) -> float | None:
     """The largest event-loop lag observed between two scrapes, read from the lag histogram.
 
@@ -148,7 +154,7 @@ class Watcher:
             self.health = Probe(client, f"{self.api_url}/health", self.tick_s / 2)
             self.metrics = Probe(client, f"{self.api_url}/metrics", self.tick_s, read_scrape)
             self.simulator = Probe(client, f"{self.simulator_url}/admin/stats", self.tick_s,
-                                   lambda response: response.json())
+                                   read_simulator_stats)
             probes = [asyncio.create_task(probe.run()) for probe in (self.health, self.metrics, self.simulator)]
             try:
                 while True:  # the first row after the probes had a tick to answer
