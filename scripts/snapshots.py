@@ -40,7 +40,8 @@ STUDENT_PARTS = ["pyproject.toml", ".env.example", ".gitignore", "ticket_api", "
 ROOT_ONLY = {"scripts/snapshots.py", "scripts/compare.py", "scripts/capacity.py", "scripts/bench.py", "scripts/soak.py",
              "scripts/toolkit/lessons.py", "scripts/toolkit/course.py", "scripts/toolkit/course.toml",
              "scripts/toolkit/locust.py", "tests/lab", "ticket_api/README.md",
-             "scripts/README.md", "tests/README.md"}
+             "scripts/README.md", "tests/README.md",
+             "scripts/watch.py", "scripts/toolkit/watcher.py", "scripts/toolkit/watch_page.html"}
 OWN_README = "README.md"  # each snapshot has its own, written for the student's project at that point
 SUITE_TIMEOUT_S = 900
 COMPARISONS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}

@@ -1,8 +1,9 @@
-"""The admin endpoints: read, change and reset the chat quota while the simulator runs.
+"""The admin endpoints: read, change and reset the chat quota while the simulator runs, and read its load.
 
     GET  /admin/quota          -> {"requests_per_minute": N, "enabled": bool, "window_s": 60}
     PUT  /admin/quota          <- {"requests_per_minute": N}   (0 switches the quota off)
     POST /admin/quota/reset    forget every counted call (a fresh window for every key)
+    GET  /admin/stats          -> {"in_flight": N, "quota_limit": N, "quota_remaining": N or null}
 
 They answer only to loopback clients, or to a request with `Authorization: Bearer <admin token>`
 when the simulator was started with --admin-token / SIM_ADMIN_TOKEN.
@@ -72,3 +73,10 @@ async def reset_quota(sim: Simulation, request: Request) -> None:
     check_admin(sim, request)
     sim.quota.reset()
     await send_json(request.send, 200, quota_state(sim))
+
+
+async def get_stats(sim: Simulation, request: Request) -> None:
+    """GET /admin/stats: calls under way now, and the quota left to the key that used most of it (null while off)."""
+    check_admin(sim, request)
+    await send_json(request.send, 200, {"in_flight": sim.in_flight, "quota_limit": sim.quota.requests_per_minute,
+                                        "quota_remaining": sim.quota.lowest_remaining()})

@@ -61,6 +61,13 @@ class ChatQuota:
         """The key's current state, counting nothing (for answers that are refused anyway)."""
         return self._verdict(api_key, count=False)
 
+    def lowest_remaining(self) -> int | None:
+        """The fewest calls any key may still make in its window now (the limit if none called); None while off."""
+        if not self.enabled:
+            return None
+        verdicts = [self.peek(api_key) for api_key in list(self._calls)]
+        return min((verdict.remaining for verdict in verdicts if verdict), default=self.requests_per_minute)
+
     def reset(self) -> None:
         """Forget every counted call: every key starts with a full quota again."""
         self._calls.clear()

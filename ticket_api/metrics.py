@@ -2,7 +2,9 @@
 
 from anyio import to_thread
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily
+
+from ticket_api.watchdog import event_loop_name
 
 LAG_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
@@ -42,6 +44,12 @@ class _LiveFigures:
         return []
 
     def collect(self):
+        settings = self.state.settings
+        how = {  # Module 1's settings have no INTAKE_MODE: its one way of waiting is the thread pool's.
+            "intake_mode": getattr(settings, "intake_mode", "thread"), "event_loop": event_loop_name(),
+            "thread_limit": str(settings.thread_limit),
+            "db_pool_max_size": str(settings.db_pool_max_size) if settings.db_pool else "off"}
+        yield InfoMetricFamily("ticket_api", "INTAKE_MODE, event loop, THREAD_LIMIT, pool size.", value=how)
         limiter = to_thread.current_default_thread_limiter().statistics()
         yield _gauge("ticket_api_threads_total", "Tokens of AnyIO's default thread limiter (THREAD_LIMIT).", limiter.total_tokens)
         yield _gauge("ticket_api_threads_borrowed", "Thread-pool tokens in use.", limiter.borrowed_tokens)

@@ -76,3 +76,11 @@ def test_metrics_show_async_mode_waiting_without_threads_or_connections(make_set
     assert max(gauges["ticket_api_provider_in_flight"]) >= 6  # all six wait on the provider together
     assert statistics.median(gauges["ticket_api_threads_borrowed"]) == 0  # holding no thread while they wait
     assert statistics.median(gauges["ticket_api_db_pool_in_use"]) == 0  # and no connection
+
+
+def test_metrics_name_how_the_api_waits(make_settings):
+    settings = make_settings(intake_mode="blocking", thread_limit=17, db_pool_max_size=6)
+    with serve(create_app(settings, FakeProvider(0.01))) as url:
+        text = httpx.get(f"{url}/metrics", timeout=5).text
+    assert ('ticket_api_info{db_pool_max_size="6",event_loop="asyncio",intake_mode="blocking",thread_limit="17"} 1.0'
+            in text.splitlines())

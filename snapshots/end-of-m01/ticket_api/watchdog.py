@@ -19,11 +19,15 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 HEARTBEAT_S = 0.02
 
 
+def event_loop_name() -> str:
+    """The running event loop's library: "asyncio" or "uvloop"."""
+    return type(asyncio.get_running_loop()).__module__.split(".")[0]
+
+
 def announce_event_loop() -> str:
     """Log which event loop runs the API ("asyncio" or "uvloop"), with a warning on uvloop; returns its name."""
-    loop_class = type(asyncio.get_running_loop())
-    name = loop_class.__module__.split(".")[0]
-    log.info("event loop: %s (%s)", name, loop_class.__name__)
+    name = event_loop_name()
+    log.info("event loop: %s (%s)", name, type(asyncio.get_running_loop()).__name__)
     if name == "uvloop":
         # uvicorn takes uvloop whenever it is installed. On it, a waiting request can be read between
         # two blocked tickets, so INTAKE_MODE=blocking stalls /health for less time than the course measured.

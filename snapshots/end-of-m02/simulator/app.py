@@ -36,6 +36,7 @@ ROUTES = {
     "/health": {"GET": health},
     "/admin/quota": {"GET": admin.get_quota, "PUT": admin.put_quota},
     "/admin/quota/reset": {"POST": admin.reset_quota},
+    "/admin/stats": {"GET": admin.get_stats},
 }
 
 

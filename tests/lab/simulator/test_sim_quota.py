@@ -1,5 +1,8 @@
 """The chat quota: sliding window, 429 with Retry-After, headers on every chat answer, admin switch."""
 
+import concurrent.futures
+import time
+
 import pytest
 
 from simulator.admin import admin_allowed, is_loopback
@@ -164,3 +167,32 @@ def test_the_admin_decision(host, token, configured, allowed):
 
 def test_loopback_means_the_loopback_range_only():
     assert is_loopback("127.0.0.1") and not is_loopback("192.168.1.1") and not is_loopback("")
+
+
+def test_lowest_remaining_is_the_most_used_keys_share():
+    clock = FakeClock()
+    quota = ChatQuota(3, window_s=60, clock=clock)
+    assert quota.lowest_remaining() == 3  # nobody has called yet
+    quota.admit("key-a")
+    quota.admit("key-a")
+    quota.admit("key-b")
+    assert quota.lowest_remaining() == 1
+    clock.now += 60
+    assert quota.lowest_remaining() == 3  # the calls left the window
+    assert ChatQuota(0).lowest_remaining() is None
+
+
+def test_the_stats_endpoint_shows_calls_in_flight_and_the_quota_left(server_factory):
+    sim = server_factory("--speed", "0.01", "--quota", "4", "--hang-s", "3")
+    with sim.client() as client, concurrent.futures.ThreadPoolExecutor(1) as pool:
+        assert client.get("/admin/stats").json() == {"in_flight": 0, "quota_limit": 4, "quota_remaining": 4}
+        with sim.client() as other:
+            hanging = pool.submit(chat, other, **{"X-Sim-Fault": "hang"})
+            deadline = time.monotonic() + 2  # the hanging call lasts 3 s
+            while client.get("/admin/stats").json()["in_flight"] == 0 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert client.get("/admin/stats").json()["in_flight"] == 1
+            assert hanging.result().status_code == 200
+        chat(client)
+        assert client.get("/admin/stats").json() == {"in_flight": 0, "quota_limit": 4, "quota_remaining": 2}
+        assert client.get("/admin/stats", headers={"X-Forwarded-For": "203.0.113.9"}).status_code == 403

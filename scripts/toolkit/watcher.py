@@ -1,0 +1,276 @@
+"""What the server holds while it waits, several times a second: one home for the series that
+`scripts.watch` shows live and `scripts.compare`/`scripts.capacity` draw after their runs.
+
+Three probes run side by side, each with at most one request in flight: GET /health, timed here;
+the API's GET /metrics; the simulator's GET /admin/stats. A probe still waiting is a probe without
+an answer: its series get no value meanwhile, and /health's shows how long it has been waiting.
+Every tick (0.2 s), one row takes the latest value of every series; the last WINDOW_S seconds are kept.
+/health is asked twice a tick, the others once: 15 small requests a second to the API at 0.2 s.
+"""
+
+import asyncio
+import contextlib
+import threading
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+TICK_S = 0.2  # the page's; scripts.compare and scripts.capacity record every RECORD_TICK_S
+RECORD_TICK_S = 0.5
+WINDOW_S = 60.0
+NO_ANSWER_S = 0.5  # a probe waiting longer than this counts as "no answer"
+TIMEOUT_S = 30.0  # a probe given up after this; the next one starts at once
+RATE_OVER_S = 2.0  # tickets per second over the last 2 s: steadier than over one 0.2 s interval
+
+Row = dict[str, Any]
+T = TypeVar("T")
+
+
+class Probe:
+    """One kind of GET, sent every `every_s`, never two at once: its last answer and how long one waits now."""
+
+    def __init__(self, client: httpx.AsyncClient, url: str, every_s: float,
+                 read: Callable[[httpx.Response], Any] = lambda response: response) -> None:
+        self.client = client
+        self.url = url
+        self.every_s = every_s
+        self.read = read
+        self.answer: Any = None  # what `read` made of the last answer; None after a failure
+        self.took_s: float | None = None  # how long the last answer took
+        self.sent_at: float | None = None  # while a request is in flight
+
+    def waiting_s(self, now: float) -> float:
+        """How long the request in flight has been waiting (0 if none is)."""
+        return 0.0 if self.sent_at is None else now - self.sent_at
+
+    def answers(self, now: float) -> bool:
+        """True if the last request answered and none has been waiting longer than NO_ANSWER_S since."""
+        return self.answer is not None and self.waiting_s(now) < NO_ANSWER_S
+
+    async def run(self) -> None:
+        """Probe until cancelled."""
+        while True:
+            self.sent_at = sent = time.monotonic()
+            try:
+                response = await self.client.get(self.url, timeout=TIMEOUT_S)
+                response.raise_for_status()
+                self.answer = self.read(response)
+                self.took_s = time.monotonic() - sent
+            except (httpx.HTTPError, ValueError, KeyError):
+                self.answer, self.took_s = None, None
+            finally:
+                self.sent_at = None
+            await asyncio.sleep(max(0.0, sent + self.every_s - time.monotonic()))
+
+
+@dataclass
+class Scrape:
+    """One reading of the API's /metrics: every sample by name and labels, when it answered."""
+
+    at: float
+    values: dict[tuple[str, tuple], float]
+    info: dict[str, str]
+
+    def get(self, name: str, **labels: str) -> float | None:
+        """One sample's value, or None if the API does not expose it."""
+        return self.values.get((name, tuple(sorted(labels.items()))))
+
+    def by_label(self, name: str, label: str) -> dict[str, float]:
+        """{label value: sample value} of every sample of `name`, such as tickets by outcome."""
+        return {dict(labels)[label]: value for (sample, labels), value in self.values.items()
+                if sample == name and label in dict(labels)}
+
+
+def read_scrape(response: httpx.Response) -> Scrape:
+    """Parse /metrics' Prometheus text."""
+    values, info = {}, {}
+    for family in text_string_to_metric_families(response.text):
+        for sample in family.samples:
+            values[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+            if sample.name == "ticket_api_info":
+                info = dict(sample.labels)
+    return Scrape(time.monotonic(), values, info)
+
+
+def read_simulator_stats(response: httpx.Response) -> dict[str, Any]:
+    """The simulator's GET /admin/stats; KeyError or ValueError if it is not the simulator's answer."""
+    stats = response.json()
+    return {key: stats[key] for key in ("in_flight", "quota_limit", "quota_remaining")}
+
+
+def largest_lag_s(before: Scrape, after: Scrape) -> float | None:
+    """The largest event-loop lag observed between two scrapes, read from the lag histogram.
+
+    The histogram keeps counts per bucket, not single values: the estimate is the mean of the
+    observations in the highest bucket that grew (the others counted at their bucket's lower bound),
+    kept within that bucket's bounds: its error is at most the bucket's width (1 to 2.5 s, say).
+    """
+    name = "ticket_api_event_loop_lag_seconds"
+
+    def grown(sample: str, **labels: str) -> float:
+        return (after.get(sample, **labels) or 0.0) - (before.get(sample, **labels) or 0.0)
+
+    total, lag_sum = grown(f"{name}_count"), grown(f"{name}_sum")
+    if total <= 0:
+        return 0.0  # no heartbeat between two answers so close together (or the API restarted)
+    lower, counted, below_sum = 0.0, 0.0, 0.0
+    for bound in sorted(after.by_label(f"{name}_bucket", "le"), key=float):
+        cumulative = grown(f"{name}_bucket", le=bound)
+        in_bucket = cumulative - counted
+        if cumulative >= total:  # the highest bucket that grew
+            return round(min(max((lag_sum - below_sum) / in_bucket, lower), float(bound)), 4)
+        below_sum += in_bucket * lower
+        lower, counted = float(bound), cumulative
+    return None
+
+
+@dataclass
+class Watcher:
+    """The three probes and the rows they make; `rows()` is the last WINDOW_S seconds."""
+
+    api_url: str
+    simulator_url: str
+    window_s: float = WINDOW_S
+    tick_s: float = TICK_S
+    started: float = field(default_factory=time.monotonic)
+    header: dict[str, str] = field(default_factory=dict)
+    _rows: deque[Row] = field(default_factory=deque)
+    _scrapes: deque[Scrape] = field(default_factory=deque)  # the last RATE_OVER_S seconds' answers of /metrics
+    _interval: Row = field(default_factory=lambda: {"lag_s": None, "tickets_per_s": None})
+
+    def rows(self) -> list[Row]:
+        """The rows of the window, oldest first; each has `t`, seconds since the watcher started."""
+        return list(self._rows)
+
+    async def run(self) -> None:
+        """Probe and make rows until cancelled."""
+        limits = httpx.Limits(max_connections=3, max_keepalive_connections=3)
+        async with httpx.AsyncClient(limits=limits, trust_env=False) as client:
+            self.health = Probe(client, f"{self.api_url}/health", self.tick_s / 2)
+            self.metrics = Probe(client, f"{self.api_url}/metrics", self.tick_s, read_scrape)
+            self.simulator = Probe(client, f"{self.simulator_url}/admin/stats", self.tick_s,
+                                   read_simulator_stats)
+            probes = [asyncio.create_task(probe.run()) for probe in (self.health, self.metrics, self.simulator)]
+            try:
+                while True:  # the first row after the probes had a tick to answer
+                    await asyncio.sleep(self.tick_s - (time.monotonic() - self.started) % self.tick_s)
+                    self._tick(time.monotonic())
+            finally:
+                for task in probes:
+                    task.cancel()
+                await asyncio.gather(*probes, return_exceptions=True)
+
+    def _tick(self, now: float) -> None:
+        row: Row = {"t": round(now - self.started, 3), **self._health(now), **self._api(now), **self._simulator(now)}
+        self._rows.append(row)
+        while self._rows and self._rows[0]["t"] < row["t"] - self.window_s:
+            self._rows.popleft()
+
+    def _health(self, now: float) -> Row:
+        """/health as timed here: the last answer's time, or longer while one waits (then: no answer)."""
+        waiting = self.health.waiting_s(now)
+        if self.health.answer is None and waiting == 0:
+            return {"health_s": None, "api_answers": False}  # refused: the API is down
+        return {"health_s": round(max(self.health.took_s or 0.0, waiting), 4),
+                "api_answers": self.health.answers(now)}
+
+    def _api(self, now: float) -> Row:
+        scrape: Scrape | None = self.metrics.answer if self.metrics.answers(now) else None
+        if scrape is not None and (not self._scrapes or scrape is not self._scrapes[-1]):
+            self._add_scrape(scrape)
+        if scrape is None:
+            return dict.fromkeys(GAUGES, None) | {"lag_s": None, "tickets_per_s": None}
+        figures = {key: scrape.get(name) for key, name in GAUGES.items()}
+        return figures | self._interval
+
+    def _add_scrape(self, scrape: Scrape) -> None:
+        """Lag and tickets/s are figures of the time between answers: the rows of that time get them too."""
+        self.header = scrape.info
+        self._scrapes.append(scrape)
+        while len(self._scrapes) > 2 and self._scrapes[1].at <= scrape.at - RATE_OVER_S:
+            self._scrapes.popleft()
+        if len(self._scrapes) < 2:
+            return
+        before, oldest = self._scrapes[-2], self._scrapes[0]
+        created = scrape.by_label("ticket_api_tickets_total", "outcome")
+        earlier = oldest.by_label("ticket_api_tickets_total", "outcome")
+        self._interval = {
+            "lag_s": largest_lag_s(before, scrape),
+            "tickets_per_s": {outcome: round(max(0.0, count - earlier.get(outcome, 0.0)) / (scrape.at - oldest.at), 2)
+                              for outcome, count in created.items()},
+        }
+        since = before.at - self.started
+        for row in reversed(self._rows):  # the rows of a stall, made while /metrics could not answer
+            if row["t"] <= since:
+                break
+            row.update(self._interval)
+
+    def _simulator(self, now: float) -> Row:
+        stats = self.simulator.answer if self.simulator.answers(now) else None
+        if stats is None:
+            return {"sim_in_flight": None, "quota_limit": None, "quota_remaining": None}
+        return {"sim_in_flight": stats["in_flight"], "quota_limit": stats["quota_limit"],
+                "quota_remaining": stats["quota_remaining"]}
+
+
+# The API's gauges in a row: row key -> metric name.
+GAUGES = {
+    "threads_borrowed": "ticket_api_threads_borrowed",
+    "threads_total": "ticket_api_threads_total",
+    "threads_waiting": "ticket_api_threads_waiting",
+    "db_in_use": "ticket_api_db_pool_in_use",
+    "db_max": "ticket_api_db_pool_max",
+    "db_waiting": "ticket_api_db_pool_waiting",
+    "api_in_flight": "ticket_api_provider_in_flight",
+}
+
+
+@contextlib.asynccontextmanager
+async def watching(api_url: str, simulator_url: str, window_s: float = WINDOW_S,
+                   tick_s: float = TICK_S) -> AsyncIterator[Watcher]:
+    """A Watcher probing in the background for the length of the block."""
+    watcher = Watcher(api_url.rstrip("/"), simulator_url.rstrip("/"), window_s, tick_s)
+    task = asyncio.create_task(watcher.run())
+    try:
+        yield watcher
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def watched(work: Awaitable[T], api_url: str, simulator_url: str) -> tuple[T, list[Row]]:
+    """Await `work` while a Watcher records what the server holds (every RECORD_TICK_S); its result and the rows."""
+    async with watching(api_url, simulator_url, window_s=float("inf"), tick_s=RECORD_TICK_S) as watcher:
+        result = await work
+    return result, watcher.rows()
+
+
+@contextlib.contextmanager
+def watching_in_thread(api_url: str, simulator_url: str, window_s: float = WINDOW_S,
+                       tick_s: float = TICK_S) -> Iterator[Watcher]:
+    """A Watcher probing from a thread and event loop of its own, for code that blocks (a Locust run).
+
+    Read its rows once the block has ended: the thread no longer adds to them then.
+    """
+    watcher = Watcher(api_url.rstrip("/"), simulator_url.rstrip("/"), window_s, tick_s)
+    loop = asyncio.new_event_loop()
+    task = loop.create_task(watcher.run())
+
+    def probe_until_cancelled() -> None:
+        with contextlib.suppress(asyncio.CancelledError):
+            loop.run_until_complete(task)
+
+    thread = threading.Thread(target=probe_until_cancelled, name="watcher", daemon=True)
+    thread.start()
+    try:
+        yield watcher
+    finally:
+        loop.call_soon_threadsafe(task.cancel)
+        thread.join()
+        loop.close()
