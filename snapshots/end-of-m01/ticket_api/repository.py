@@ -49,8 +49,8 @@ def find_earlier_ticket(db: Database, new: NewTicket) -> Ticket | None:
 
 
 def _ticket_under_taken_key(db: Database, new: NewTicket) -> Ticket:
-    # The key was taken by a committed transaction, so its ticket is there, unless the key expired
-    # since: that is an unexpected error (500), as it was before this was typed.
+    # A committed transaction took the key, so its ticket is there; only a key that expired in
+    # between leaves none, and that is an unexpected error (500).
     ticket = find_earlier_ticket(db, new)
     if ticket is None:
         raise RuntimeError("the ticket under a taken Idempotency-Key was not found")
