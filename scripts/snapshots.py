@@ -1,7 +1,8 @@
 """Keep the lesson snapshots honest: `python -m scripts.snapshots sync | check` (maintainers only).
 
 sync   copies the root's student files into the latest snapshot (and the unchanged ones into
-       the earlier snapshot), and writes snapshots/README.md from snapshots/lessons.toml.
+       the earlier snapshot), writes snapshots/README.md from snapshots/lessons.toml, and the
+       settings table of the root's and each snapshot's README from that project's `Settings`.
 check  (a) the latest snapshot equals the root, the earlier one differs only where lessons say;
        (b) each snapshot's suite prints its expected count; (c) each lesson's copy step replayed
        on its `before` state prints its count; (d) each lesson's commands, run against a live
@@ -25,6 +26,7 @@ from pathlib import Path
 from scripts import stack
 from scripts.cli import CommandError, progress, run
 from scripts.lessons_readme import render_readme
+from scripts.settings_readme import load_settings_class, with_settings_table
 from scripts.db import init
 from ticket_api.config import load_settings
 from ticket_api.database import resolve_dsn
@@ -35,8 +37,9 @@ LESSONS = SNAPSHOTS / "lessons.toml"
 STUDENT_PARTS = ["pyproject.toml", ".env.example", ".gitignore", "ticket_api", "simulator", "scripts", "tests",
                  "locustfiles"]
 # The lab's own tools and tests: not part of a student's project.
-ROOT_ONLY = {"scripts/snapshots.py", "scripts/lessons_readme.py", "scripts/compare.py", "scripts/capacity.py",
-             "scripts/charts.py", "scripts/bench.py", "scripts/soak.py", "scripts/lab_stack.py", "tests/lab"}
+ROOT_ONLY = {"scripts/snapshots.py", "scripts/lessons_readme.py", "scripts/settings_readme.py", "scripts/compare.py",
+             "scripts/capacity.py", "scripts/charts.py", "scripts/bench.py", "scripts/soak.py", "scripts/lab_stack.py",
+             "tests/lab", "ticket_api/README.md", "scripts/README.md", "tests/README.md"}
 OWN_README = "README.md"  # each snapshot has its own, written for the student's project at that point
 SUITE_TIMEOUT_S = 900
 COMPARISONS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
@@ -93,7 +96,17 @@ def sync() -> list[str]:
     if not readme.exists() or readme.read_text() != text:
         readme.write_text(text)
         changed.append("snapshots/README.md")
+    for readme, text in _readmes_with_settings(snapshots).items():
+        if readme.read_text() != text:
+            readme.write_text(text)
+            changed.append(readme.relative_to(ROOT).as_posix())
     return changed
+
+
+def _readmes_with_settings(snapshots: dict) -> dict[Path, str]:
+    """The root's and each snapshot's README, as they read with the table of their own project's `Settings`."""
+    projects = [ROOT] + [SNAPSHOTS / name for name in snapshots]
+    return {p / OWN_README: with_settings_table((p / OWN_README).read_text(), load_settings_class(p)) for p in projects}
 
 
 def _mirror(source: Path, target: Path, keep: set[str]) -> list[str]:
@@ -130,6 +143,8 @@ def check_files() -> list[str]:
                                 f"beyond what lesson {lesson.id} copies")
     if (SNAPSHOTS / "README.md").read_text() != render_readme(snapshots, lessons):
         problems.append("snapshots/README.md is out of date: run `python -m scripts.snapshots sync`")
+    problems += [f"the settings table of {readme.relative_to(ROOT)} is out of date: run `python -m scripts.snapshots sync`"
+                 for readme, text in _readmes_with_settings(snapshots).items() if readme.read_text() != text]
     return problems
 
 

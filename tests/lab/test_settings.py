@@ -153,22 +153,3 @@ def test_an_unreachable_provider_is_one_warning_and_the_api_starts_anyway(databa
         assert httpx.get(f"{api.url}/health").status_code == 200
     lines = [line for line in api.log_path.read_text().splitlines() if "AI provider" in line]
     assert len(lines) == 1 and lines[0].startswith("WARNING") and provider_url in lines[0]
-
-
-def shown_default(value: object) -> str:
-    """A default as the README's table writes it."""
-    if value is None:
-        return "unset"
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, float):
-        return f"{value:g}"
-    return str(getattr(value, "get_secret_value", lambda: value)())
-
-
-def test_every_setting_is_in_the_readme_table_with_its_default_and_in_env_example():
-    readme = (stack.PROJECT_ROOT / "README.md").read_text()
-    example = (stack.PROJECT_ROOT / ".env.example").read_text()
-    for name, field in Settings.model_fields.items():
-        assert f"| `{name.upper()}` | `{shown_default(field.default)}` |" in readme.replace("| unset |", "| `unset` |")
-        assert f"{name.upper()}=" in example

@@ -50,8 +50,9 @@ def test_every_server_of_the_lab_defaults_to_loopback():
              for name, command in typer.main.get_command(fastapi_cli).commands.items() if name in ("dev", "run")}
     assert hosts["dev"] == ["127.0.0.1"]  # the course's command
     assert hosts["run"] == ["0.0.0.0"]  # so the lab never tells anyone to use it without --host
-    readme = (TICKET_API.parent / "README.md").read_text()
-    assert all("--host 127.0.0.1" in line for line in readme.splitlines() if "fastapi run" in line)
+    readmes = [p for p in TICKET_API.parent.rglob("README.md") if not {".venv", ".lab"} & set(p.parts)]
+    lines = [line for readme in readmes for line in readme.read_text().splitlines() if "fastapi run" in line]
+    assert lines and all("--host 127.0.0.1" in line for line in lines)
     assert "(default 127.0.0.1)" in run_module("simulator.record", "--help").stdout
 
 
