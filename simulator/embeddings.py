@@ -64,7 +64,7 @@ def _feature(token: bytes, dimensions: int, weight: float) -> tuple[int, float]:
 
 def cosine(first: list[float], second: list[float]) -> float:
     """The cosine similarity of two vectors of the same length."""
-    dot = sum(a * b for a, b in zip(first, second))
+    dot = sum(a * b for a, b in zip(first, second, strict=True))
     return dot / (math.sqrt(sum(a * a for a in first)) * math.sqrt(sum(b * b for b in second)))
 
 

@@ -25,10 +25,11 @@ CALL_ANSWER = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-len
 class SleepingProtocol(asyncio.Protocol):
     """One keep-alive connection: each complete request is answered after its recorded delay."""
 
+    transport: asyncio.Transport  # set by connection_made, which asyncio calls before anything else
+
     def __init__(self, replay: Replay) -> None:
         self.replay = replay
         self.buffer = b""
-        self.transport: asyncio.Transport | None = None
 
     def connection_made(self, transport) -> None:
         """Keep the transport to answer on."""

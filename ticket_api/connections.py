@@ -19,6 +19,7 @@ worker process counts its own connections.
 import asyncio
 import logging
 from http import HTTPStatus
+from typing import TYPE_CHECKING
 
 import orjson
 import uvicorn
@@ -28,7 +29,7 @@ from ticket_api.config import Settings
 try:
     import resource
 except ImportError:  # Windows: no open-files limit to raise
-    resource = None  # type: ignore[assignment]
+    resource = None  # type: ignore[assignment]  # None stands for the missing module
 
 log = logging.getLogger("ticket_api.connections")
 FILES_PER_CONNECTION = 2  # the client's socket, and the provider call it may wait on
@@ -56,6 +57,7 @@ def limit_server(settings: Settings) -> None:
                     config.http_protocol_class.__name__)
         return
 
+    # The base is found at run time (h11's or httptools' protocol), which mypy cannot follow.
     class LimitedProtocol(LimitedConnection, parser):  # type: ignore[valid-type, misc]
         """uvicorn's protocol, with the limits of these settings."""
 
@@ -90,7 +92,13 @@ def parser_protocols() -> tuple[type, ...]:
     return (H11Protocol, HttpToolsProtocol)
 
 
-class LimitedConnection:
+if TYPE_CHECKING:  # what the mixin relies on; h11's and httptools' protocols both have it
+    from uvicorn.protocols.http.h11_impl import H11Protocol as UvicornProtocol
+else:
+    UvicornProtocol = object
+
+
+class LimitedConnection(UvicornProtocol):
     """Mixed into uvicorn's H11Protocol or HttpToolsProtocol: the limits, for one connection.
 
     Both keep the request being served in `self.cycle`, a new one for each request head they parse,

@@ -11,11 +11,12 @@ answer in a second trip to the thread pool, and that trip also needs a free thre
 import asyncio
 import multiprocessing
 import time
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import asynccontextmanager, contextmanager
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from functools import lru_cache
-from typing import Annotated, Iterator
+from typing import Annotated, Any
 
 import httpx
 import orjson
@@ -40,7 +41,7 @@ class LabTools:
     """What the /lab routes own: a blocking and an async HTTP client, and a process pool once needed."""
 
     def __init__(self, provider_url: str, api_key: str):
-        options = {
+        options: dict[str, Any] = {
             "base_url": provider_url,
             "headers": {"Authorization": f"Bearer {api_key}"},
             "limits": httpx.Limits(max_connections=1000, max_keepalive_connections=1000),  # never the limit
@@ -190,7 +191,7 @@ class LabRow(BaseModel):
 @lru_cache(maxsize=8)
 def sample_rows(count: int) -> list[dict]:
     """The same `count` rows every time, built once: the routes below differ only in how they serialize."""
-    start = datetime(2026, 1, 5, 9, 0, tzinfo=timezone.utc)
+    start = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
     return [
         {"id": i, "customer_id": 1 + i % 300, "subject": f"Invoice question number {i}", "status": "open",
          "priority": ("low", "normal", "high")[i % 3], "created_at": start + timedelta(minutes=7 * i)}

@@ -4,9 +4,9 @@ import asyncio
 import logging
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import lru_cache
-from typing import Iterator
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -161,6 +161,10 @@ class CookielessAsyncClient(httpx.AsyncClient):
         """No cookies, ever."""
         return self._no_cookies
 
+    @cookies.setter
+    def cookies(self, cookies: object) -> None:
+        raise AttributeError("this client keeps no cookies")
+
 
 @contextmanager
 def _transport_errors() -> Iterator[None]:
@@ -204,6 +208,6 @@ async def warn_if_unreachable(provider_url: str) -> None:
     try:
         _, writer = await asyncio.wait_for(asyncio.open_connection(address.hostname, port), REACH_TIMEOUT_S)
         writer.close()
-    except (OSError, asyncio.TimeoutError) as exc:
+    except (TimeoutError, OSError) as exc:
         log.warning("the AI provider at %s does not answer (%s): tickets get 502 ai_unavailable until it does",
                     provider_url, describe(exc) if str(exc) else "no connection within 1 s")

@@ -1,5 +1,7 @@
 """Every SQL statement of the API: plain functions over psycopg (and Module 1's transaction around the AI work)."""
 
+from typing import Any
+
 import psycopg
 from psycopg.rows import dict_row
 
@@ -32,7 +34,7 @@ def save_new_ticket(db: Database, new: NewTicket, work: AiWork) -> Ticket:
             ticket = _insert_ticket(conn, new)
             return _insert_ai_results(conn, ticket, work)
     except _KeyTaken:
-        return find_earlier_ticket(db, new)
+        return _ticket_under_taken_key(db, new)
 
 
 def create_in_one_transaction(db: Database, provider, new: NewTicket, timer: Timer) -> tuple[Ticket, AiWork | None]:
@@ -44,7 +46,7 @@ def create_in_one_transaction(db: Database, provider, new: NewTicket, timer: Tim
             work = do_ai_work(provider, new.subject, new.body, timer)  # counted as "ai", not "db"
             return _insert_ai_results(conn, ticket, work), work
     except _KeyTaken:
-        return find_earlier_ticket(db, new), None
+        return _ticket_under_taken_key(db, new), None
 
 
 def find_earlier_ticket(db: Database, new: NewTicket) -> Ticket | None:
@@ -60,6 +62,15 @@ def find_earlier_ticket(db: Database, new: NewTicket) -> Ticket | None:
         if row[1] != new.fingerprint():
             raise IdempotencyKeyReused("this Idempotency-Key was used for a different ticket")
         return _select_ticket(conn, row[0])
+
+
+def _ticket_under_taken_key(db: Database, new: NewTicket) -> Ticket:
+    # A committed transaction took the key, so its ticket is there; only a key that expired in
+    # between leaves none, and that is an unexpected error (500).
+    ticket = find_earlier_ticket(db, new)
+    if ticket is None:
+        raise RuntimeError("the ticket under a taken Idempotency-Key was not found")
+    return ticket
 
 
 def get_ticket(db: Database, ticket_id: int) -> Ticket | None:
@@ -84,13 +95,14 @@ def _check_customer(conn: psycopg.Connection, customer_id: int) -> None:
         raise CustomerNotFound(f"customer {customer_id} does not exist")
 
 
-def _insert_ticket(conn: psycopg.Connection, new: NewTicket) -> dict:
+def _insert_ticket(conn: psycopg.Connection, new: NewTicket) -> dict[str, Any]:
     # RETURNING gives the saved row back in the same round trip: no SELECT to read it again.
     ticket = conn.cursor(row_factory=dict_row).execute(
         """INSERT INTO tickets (customer_id, subject, body) VALUES (%s, %s, %s)
            RETURNING id, customer_id, subject, body, created_at""",
         (new.customer_id, new.subject, new.body),
     ).fetchone()
+    assert ticket is not None  # INSERT ... RETURNING gives the row it inserted
     if new.idempotency_key is not None:
         _claim_key(conn, new, ticket["id"])
     return ticket
@@ -112,7 +124,7 @@ def _claim_key(conn: psycopg.Connection, new: NewTicket, ticket_id: int) -> None
         raise _KeyTaken
 
 
-def _insert_ai_results(conn: psycopg.Connection, ticket: dict, work: AiWork) -> Ticket:
+def _insert_ai_results(conn: psycopg.Connection, ticket: dict[str, Any], work: AiWork) -> Ticket:
     # %b sends the embedding's 256 floats in binary: as text, psycopg would format each one in Python.
     results = conn.cursor(row_factory=dict_row).execute(
         """INSERT INTO ticket_ai_results (ticket_id, category, priority, draft_reply, embedding,
@@ -126,6 +138,7 @@ def _insert_ai_results(conn: psycopg.Connection, ticket: dict, work: AiWork) -> 
             work.models["embed"], work.elapsed_ms["embed"],
         ),
     ).fetchone()
+    assert results is not None  # INSERT ... RETURNING gives the row it inserted
     return Ticket(**ticket, **results)
 
 

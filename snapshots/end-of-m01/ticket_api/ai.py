@@ -106,5 +106,5 @@ def read_answers(classified: dict, drafted: dict, embedded: dict, elapsed: tuple
             "draft": drafted.get("model", CHAT_MODEL),
             "embed": embedded.get("model", EMBEDDING_MODEL),
         },
-        elapsed_ms=dict(zip(("classify", "draft", "embed"), elapsed)),
+        elapsed_ms=dict(zip(("classify", "draft", "embed"), elapsed, strict=True)),
     )

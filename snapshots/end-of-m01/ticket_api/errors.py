@@ -13,6 +13,7 @@
 """
 
 import logging
+from collections.abc import Mapping
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -83,7 +84,7 @@ def describe(exc: BaseException) -> str:
     return " ".join(f"{type(exc).__name__}: {exc}".split())
 
 
-def error_response(status: int, code: str, detail: object, headers: dict | None = None) -> JSONResponse:
+def error_response(status: int, code: str, detail: object, headers: Mapping[str, str] | None = None) -> JSONResponse:
     """The lab's error body: `{"error": CODE, "detail": TEXT}`."""
     return JSONResponse({"error": code, "detail": detail}, status_code=status, headers=headers)
 
@@ -149,7 +150,8 @@ def documented(*statuses: int) -> dict:
 
 def install_error_handlers(app: FastAPI) -> None:
     """Answer every error with the lab's JSON body and a stable code, never a traceback."""
-    app.add_exception_handler(LabError, _lab_error)
-    app.add_exception_handler(RequestValidationError, _validation_error)
-    app.add_exception_handler(HTTPException, _http_error)
+    # Starlette types a handler as taking any Exception, though it calls each with its own class only.
+    app.add_exception_handler(LabError, _lab_error)  # type: ignore[arg-type]
+    app.add_exception_handler(RequestValidationError, _validation_error)  # type: ignore[arg-type]
+    app.add_exception_handler(HTTPException, _http_error)  # type: ignore[arg-type]
     app.add_exception_handler(Exception, _unexpected_error)

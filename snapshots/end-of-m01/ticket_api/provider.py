@@ -4,8 +4,8 @@ import asyncio
 import logging
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 from urllib.parse import urlsplit
 
 import httpx
@@ -106,6 +106,6 @@ async def warn_if_unreachable(provider_url: str) -> None:
     try:
         _, writer = await asyncio.wait_for(asyncio.open_connection(address.hostname, port), REACH_TIMEOUT_S)
         writer.close()
-    except (OSError, asyncio.TimeoutError) as exc:
+    except (TimeoutError, OSError) as exc:
         log.warning("the AI provider at %s does not answer (%s): tickets get 502 ai_unavailable until it does",
                     provider_url, describe(exc) if str(exc) else "no connection within 1 s")

@@ -1,9 +1,9 @@
 """Where a request's time goes: the buckets db, ai and other, its query count and its provider calls."""
 
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Iterator
 
 BUCKETS = ("db", "ai")
 

@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from simulator import cli
 from simulator.embeddings import embed_text
@@ -65,6 +66,7 @@ def start_server(processes: Processes, module: str, *flags: str) -> int:
     """Start `python -m module` (the simulator or the reference) on a free loopback port; return the port."""
     process = processes.start(["-m", module, "--host", "127.0.0.1", "--port", "0", *flags],
                               stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None  # stdout=PIPE
     line = process.stdout.readline()  # the one start-up line names the port
     if "serving http://" not in line:
         raise RuntimeError(f"{module} did not start (exit code {process.wait(timeout=START_TIMEOUT_S)})")
@@ -82,7 +84,7 @@ def run_load(processes: Processes, port: int, workers: int, connections: int, du
 
     `calls` holds every call; `measured` only those started after the ramp-up.
     """
-    merged = {"calls": [], "measured": [], "health_ms": [], "error_count": 0, "errors": []}
+    merged: dict[str, Any] = {"calls": [], "measured": [], "health_ms": [], "error_count": 0, "errors": []}
     with tempfile.TemporaryDirectory(prefix="simulator-bench-") as folder:
         started = []
         for worker in range(workers):

@@ -14,7 +14,7 @@ import uvicorn
 
 BACKLOG = 2048
 CALLS_GRACE_S = 2.0  # at a stop, calls in flight get this long to finish before they are answered 503
-GRACEFUL_SHUTDOWN_S = 3.0  # a task still running this long after the stop is cancelled
+GRACEFUL_SHUTDOWN_S = 3  # a task still running this long after the stop is cancelled
 GC_THRESHOLD = 10_000  # new objects (net) between two young garbage-collector passes; Python's is 700
 
 

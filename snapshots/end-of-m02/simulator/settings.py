@@ -6,6 +6,7 @@ A flag wins over the environment, and the environment wins over the default.
 import argparse
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 from simulator import cli
 
@@ -35,8 +36,8 @@ class Settings:
 
     def describe(self, port: int) -> str:
         """The one start-up line: every effective setting except the admin token."""
-        faults = [f"error-rate={self.error_rate:g}", f"hang-rate={self.hang_rate:g}", f"slowdown={self.slowdown:g}"]
-        active = [fault for fault, value in zip(faults, (self.error_rate, self.hang_rate, self.slowdown)) if value]
+        faults = {"error-rate": self.error_rate, "hang-rate": self.hang_rate, "slowdown": self.slowdown}
+        active = [f"{fault}={value:g}" for fault, value in faults.items() if value]
         quota = f"{self.quota}/min per key" if self.quota else "off"
         return (
             f"simulator: serving http://{_url_host(self.host)}:{port}/v1"
@@ -90,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
             shown_default = "yes" if default else "no"
         else:
             shown_default = "none" if default is None else default
-        extra = {"choices": CHOICES[field]} if field in CHOICES else {}
+        extra: dict[str, Any] = {"choices": CHOICES[field]} if field in CHOICES else {}
         if field == "access_log":
             extra = {"nargs": "?", "const": True, "metavar": "yes|no"}
         parser.add_argument(
@@ -105,7 +106,7 @@ def load_settings(argv: list[str] | None, environ: dict[str, str]) -> Settings:
     parser = build_parser()
     args = parser.parse_args(argv)
     values = {}
-    for flag, field, kind, _ in OPTIONS:
+    for _flag, field, kind, _ in OPTIONS:
         value = getattr(args, field)
         if value is None and env_name(field) in environ:
             value = _from_environment(parser, field, kind, environ[env_name(field)])

@@ -3,9 +3,10 @@
 import selectors
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Any
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
@@ -25,7 +26,7 @@ PROBE_EVERY_S = 1.0
 class CountingCursor(psycopg.Cursor):
     """A cursor that counts, for the request log's `queries=N`, each statement it sends and the BEGIN before it."""
 
-    def execute(self, query, params=None, **kwargs):  # type: ignore[override]
+    def execute(self, query, params=None, **kwargs):
         if not self.connection.autocommit and self.connection.pgconn.transaction_status == TransactionStatus.IDLE:
             count_query()  # psycopg opens the transaction first: BEGIN is a statement of its own
         count_query()
@@ -95,7 +96,7 @@ def shown_dsn(dsn: str) -> str:
     return " ".join(f"{key}={value}" for key, value in parts.items())
 
 
-def connect(dsn: str, **kwargs: object) -> psycopg.Connection:
+def connect(dsn: str, **kwargs: Any) -> psycopg.Connection:
     """One connection; an unreachable server raises StartupError with the reason in one line."""
     try:
         return psycopg.connect(dsn, connect_timeout=CONNECT_TIMEOUT_S, **kwargs)
@@ -132,7 +133,8 @@ class Database:
         # in use, and requests that gave up waiting as waiting, until a connection comes back.
         self._lock = threading.Lock()
         self._usage = {"in_use": 0, "waiting": 0}
-        self._probed_at, self._down_because = -PROBE_EVERY_S, None
+        self._probed_at = -PROBE_EVERY_S
+        self._down_because: str | None = None  # why the last probe failed
 
     def open(self) -> None:
         """Check the server and the schema, then fill the pool; failures raise StartupError."""

@@ -97,8 +97,8 @@ class LoopWatchdog:
         ours = [f for f in frames if _in_project(f.f_code.co_filename)]  # innermost first
         # The culprit is the innermost coroutine of ours: the async code that called something that waits.
         culprit = next((f for f in ours if f.f_code.co_flags & inspect.CO_COROUTINE), None)
-        if culprit is None:
-            culprit = (ours or frames or [None])[0]
+        if culprit is None and (ours or frames):
+            culprit = (ours or frames)[0]
         return _describe(culprit) if culprit is not None else "(unknown)"
 
 
