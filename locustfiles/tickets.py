@@ -47,8 +47,9 @@ class TicketUser(FastHttpUser):
     def read_tickets(self) -> None:
         """GET one page of a random customer's tickets (weight 0, so off, unless TICKETS_READ_WEIGHT is set)."""
         customer_id = self.rng.choice(KNOWN_CUSTOMER_IDS)
-        with self.client.get(f"/v1/tickets?customer_id={customer_id}&limit=10", name="/v1/tickets?customer_id=[id]",
-                             catch_response=True) as response:
+        with self.client.get(
+            f"/v1/tickets?customer_id={customer_id}&limit=10", name="/v1/tickets?customer_id=[id]", catch_response=True
+        ) as response:
             if response.status_code != 200:
                 response.failure(failure_name(response))
 

@@ -22,17 +22,24 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterator
 
 import orjson
 import psutil
 
 from scripts.toolkit.answers import server_timing
 from scripts.toolkit.cli import (
-    Clock, CommandError, format_table, output_folder, parse_levels, positive_int, progress, run,
+    Clock,
+    CommandError,
+    format_table,
+    output_folder,
+    parse_levels,
+    positive_int,
+    progress,
+    run,
 )
 from scripts.toolkit.dataset import random_ticket
 from scripts.toolkit.lab import event_loop, running_lab
@@ -79,8 +86,10 @@ def ticket_requests(host: str, port: int, count: int = 500, seed: int = 7) -> li
     requests = []
     for _ in range(count):
         body = orjson.dumps(random_ticket(rng))
-        head = (f"POST /v1/tickets HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
-                f"Content-Length: {len(body)}\r\n\r\n")
+        head = (
+            f"POST /v1/tickets HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n"
+        )
         requests.append(head.encode() + body)
     return requests
 
@@ -93,8 +102,12 @@ def processes(api_pid: int, simulator_pid: int) -> dict[str, list[psutil.Process
         parent = psutil.Process(pid)
         return [parent, *parent.children(recursive=True)]
 
-    return {"api": family(api_pid), "simulator": family(simulator_pid), "postgres": [postmaster, *postmaster.children()],
-            "generator": [psutil.Process(os.getpid())]}
+    return {
+        "api": family(api_pid),
+        "simulator": family(simulator_pid),
+        "postgres": [postmaster, *postmaster.children()],
+        "generator": [psutil.Process(os.getpid())],
+    }
 
 
 def cpu_seconds(groups: dict[str, list[psutil.Process]]) -> dict[str, float]:
@@ -121,15 +134,34 @@ def cpu_seconds(groups: dict[str, list[psutil.Process]]) -> dict[str, float]:
     return totals
 
 
-def measure(mode: str, users: int, duration_s: float, ticket_s: float, api, groups, loop: str,
-            profile_to: Path | None = None, api_processes: int = 1) -> Level:
+def measure(
+    mode: str,
+    users: int,
+    duration_s: float,
+    ticket_s: float,
+    api,
+    groups,
+    loop: str,
+    profile_to: Path | None = None,
+    api_processes: int = 1,
+) -> Level:
     """Drive `users` closed-loop users for `duration_s` after a ramp of one ticket time."""
     progress(f"  {mode}, {users} users: {ticket_s:.1f} s ramp + {duration_s:g} s")
     host, port = "127.0.0.1", api.port
     cpu_before = cpu_seconds(groups)
     with sampled(api.process.pid, profile_to, ticket_s, duration_s):
-        load = run_on(loop)(run_load(host, port, users, duration_s, HEALTH_INTERVAL_S, ramp_s=ticket_s,
-                                     requests=ticket_requests(host, port), capture=b"server-timing"))
+        load = run_on(loop)(
+            run_load(
+                host,
+                port,
+                users,
+                duration_s,
+                HEALTH_INTERVAL_S,
+                ramp_s=ticket_s,
+                requests=ticket_requests(host, port),
+                capture=b"server-timing",
+            )
+        )
     cpu_after = cpu_seconds(groups)
     # Tickets that ended inside the measured window, whenever they started: a closed loop's throughput.
     window_end = load["measure_from"] + duration_s
@@ -141,27 +173,37 @@ def measure(mode: str, users: int, duration_s: float, ticket_s: float, api, grou
     limit = users / ticket_s
     throughput = len(done) / duration_s
     return Level(
-        mode=mode, users=users, api_processes=api_processes, tickets=len(done), failed=len(window) - len(done), tickets_per_s=throughput,
-        limit=limit, ratio=throughput / limit,
-        p50_ms=quantile(latencies, 0.5), p95_ms=quantile(latencies, 0.95),
+        mode=mode,
+        users=users,
+        api_processes=api_processes,
+        tickets=len(done),
+        failed=len(window) - len(done),
+        tickets_per_s=throughput,
+        limit=limit,
+        ratio=throughput / limit,
+        p50_ms=quantile(latencies, 0.5),
+        p95_ms=quantile(latencies, 0.95),
         overhead_p50_ms=statistics.median(t["total"] - t["ai"] for t in timings) if timings else float("nan"),
         health_p99_ms=quantile(sorted(load["health_ms"]), 0.99),
-        cpu_ms_per_ticket={role: (cpu_after[role] - cpu_before[role]) * 1000 / max(1, len(all_done))
-                           for role in cpu_after},
+        cpu_ms_per_ticket={
+            role: (cpu_after[role] - cpu_before[role]) * 1000 / max(1, len(all_done)) for role in cpu_after
+        },
     )
 
 
 @contextmanager
 def sampled(pid: int, profile_to: Path | None, delay_s: float, duration_s: float) -> Iterator[None]:
-    """With a path: py-spy samples, for `duration_s` after `delay_s`, the stack of the thread holding the GIL (raw format)."""
+    """With a path: py-spy samples, for `duration_s` after `delay_s`, the GIL holder's stack (raw format)."""
     if profile_to is None:
         yield
         return
     py_spy = shutil.which("py-spy", path=os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")]))
     if py_spy is None:
         raise CommandError("--profile needs py-spy: pip install py-spy")
-    command = (f"sleep {delay_s:.1f}; exec {py_spy} record -p {pid} -d {int(duration_s)} -r {PROFILE_RATE} -f raw "
-               f"-o {profile_to} --threads --gil --nonblocking")
+    command = (
+        f"sleep {delay_s:.1f}; exec {py_spy} record -p {pid} -d {int(duration_s)} -r {PROFILE_RATE} -f raw "
+        f"-o {profile_to} --threads --gil --nonblocking"
+    )
     spy = subprocess.Popen(["sh", "-c", command], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         yield
@@ -177,8 +219,13 @@ def profile_shares(path: Path, seconds: float, rate: int, count: int = 8) -> lis
         stack, _, number = line.rpartition(" ")
         thread, *frames = stack.split(";")
         name = thread.partition(": ")[2]
-        kind = ("event-loop thread" if name == "MainThread" else
-                "worker threads" if name.startswith("AnyIO worker") else "other threads")
+        kind = (
+            "event-loop thread"
+            if name == "MainThread"
+            else "worker threads"
+            if name.startswith("AnyIO worker")
+            else "other threads"
+        )
         figures = kinds.setdefault(kind, {"samples": 0, "package": {}, "function": {}})
         figures["samples"] += int(number)
         innermost = frames[-1] if frames else "?"
@@ -201,43 +248,106 @@ def profile_shares(path: Path, seconds: float, rate: int, count: int = 8) -> lis
 def calibrate(api, duration_s: float, loop: str) -> tuple[float, float]:
     """T, the mean time of one ticket with 2 users (nothing waits but for the provider), and its standard error."""
     progress(f"  calibration: 2 users for {duration_s:g} s")
-    load = run_on(loop)(run_load("127.0.0.1", api.port, 2, duration_s, 0, ramp_s=1.0,
-                                 requests=ticket_requests("127.0.0.1", api.port)))
+    load = run_on(loop)(
+        run_load("127.0.0.1", api.port, 2, duration_s, 0, ramp_s=1.0, requests=ticket_requests("127.0.0.1", api.port))
+    )
     times = [end - start for start, end, status, _ in load["calls"] if status == 201]
     return statistics.fmean(times), statistics.stdev(times) / len(times) ** 0.5
 
 
 def report(levels: list[Level], ticket_s: float, ticket_error_s: float, client: str, loop: str) -> str:
     """The table and the targets."""
-    headers = ["mode", "users", "API procs", "tickets/s", "limit", "of limit", "p50 ms", "p95 ms", "API CPU ms/ticket",
-               "all CPU ms/ticket", "/health p99 ms", "failed"]
-    rows = [[lv.mode, lv.users, lv.api_processes, f"{lv.tickets_per_s:.2f}", f"{lv.limit:.2f}", f"{lv.ratio:.0%}", f"{lv.p50_ms:,.0f}",
-             f"{lv.p95_ms:,.0f}", f"{lv.api_cpu_ms_per_ticket:.1f}", f"{sum(lv.cpu_ms_per_ticket.values()):.1f}",
-             f"{lv.health_p99_ms:.1f}", lv.failed] for lv in levels]
-    lines = [f"event loop: {loop}; async client: {client}; "
-             f"T (one ticket, 2 users) = {ticket_s * 1000:,.0f} ± {ticket_error_s * 1000:.0f} ms "
-             f"(standard error; the limits share its uncertainty, ±{ticket_error_s / ticket_s:.1%}); limit = users / T",
-             "",
-             format_table(headers, rows), "", "CPU ms per ticket, by process (and the API's by thread):", "",
-             format_table(["mode", "users", "API procs", *levels[0].cpu_ms_per_ticket],
-                          [[lv.mode, lv.users, lv.api_processes, *(f"{ms:.2f}" for ms in lv.cpu_ms_per_ticket.values())] for lv in levels]),
-             "", "targets:"]
+    headers = [
+        "mode",
+        "users",
+        "API procs",
+        "tickets/s",
+        "limit",
+        "of limit",
+        "p50 ms",
+        "p95 ms",
+        "API CPU ms/ticket",
+        "all CPU ms/ticket",
+        "/health p99 ms",
+        "failed",
+    ]
+    rows = [
+        [
+            lv.mode,
+            lv.users,
+            lv.api_processes,
+            f"{lv.tickets_per_s:.2f}",
+            f"{lv.limit:.2f}",
+            f"{lv.ratio:.0%}",
+            f"{lv.p50_ms:,.0f}",
+            f"{lv.p95_ms:,.0f}",
+            f"{lv.api_cpu_ms_per_ticket:.1f}",
+            f"{sum(lv.cpu_ms_per_ticket.values()):.1f}",
+            f"{lv.health_p99_ms:.1f}",
+            lv.failed,
+        ]
+        for lv in levels
+    ]
+    lines = [
+        f"event loop: {loop}; async client: {client}; "
+        f"T (one ticket, 2 users) = {ticket_s * 1000:,.0f} ± {ticket_error_s * 1000:.0f} ms "
+        f"(standard error; the limits share its uncertainty, ±{ticket_error_s / ticket_s:.1%}); limit = users / T",
+        "",
+        format_table(headers, rows),
+        "",
+        "CPU ms per ticket, by process (and the API's by thread):",
+        "",
+        format_table(
+            ["mode", "users", "API procs", *levels[0].cpu_ms_per_ticket],
+            [
+                [lv.mode, lv.users, lv.api_processes, *(f"{ms:.2f}" for ms in lv.cpu_ms_per_ticket.values())]
+                for lv in levels
+            ],
+        ),
+        "",
+        "targets:",
+    ]
     for lv in (lv for lv in levels if lv.mode == "async" and lv.api_processes == 1):
         if lv.users in TARGETS:
-            lines.append(_verdict(f"async at {lv.users} users >= {TARGETS[lv.users]:.0%} of the limit",
-                                  lv.ratio >= TARGETS[lv.users], f"{lv.ratio:.1%}"))
+            lines.append(
+                _verdict(
+                    f"async at {lv.users} users >= {TARGETS[lv.users]:.0%} of the limit",
+                    lv.ratio >= TARGETS[lv.users],
+                    f"{lv.ratio:.1%}",
+                )
+            )
         if lv.users == HEALTH_P99_USERS:
-            lines.append(_verdict(f"/health p99 at {lv.users} users <= {HEALTH_P99_TARGET_MS} ms",
-                                  lv.health_p99_ms <= HEALTH_P99_TARGET_MS, f"{lv.health_p99_ms:.1f} ms"))
+            lines.append(
+                _verdict(
+                    f"/health p99 at {lv.users} users <= {HEALTH_P99_TARGET_MS} ms",
+                    lv.health_p99_ms <= HEALTH_P99_TARGET_MS,
+                    f"{lv.health_p99_ms:.1f} ms",
+                )
+            )
         if lv.users == CPU_USERS:
             all_cpu_ms = sum(lv.cpu_ms_per_ticket.values())
-            lines.append(_verdict(f"API CPU at {lv.users} users <= {API_CPU_TARGET_MS} ms per ticket",
-                                  lv.api_cpu_ms_per_ticket <= API_CPU_TARGET_MS, f"{lv.api_cpu_ms_per_ticket:.2f} ms"))
-            lines.append(_verdict(f"all-stack CPU at {lv.users} users <= {ALL_CPU_TARGET_MS} ms per ticket",
-                                  all_cpu_ms <= ALL_CPU_TARGET_MS, f"{all_cpu_ms:.2f} ms"))
+            lines.append(
+                _verdict(
+                    f"API CPU at {lv.users} users <= {API_CPU_TARGET_MS} ms per ticket",
+                    lv.api_cpu_ms_per_ticket <= API_CPU_TARGET_MS,
+                    f"{lv.api_cpu_ms_per_ticket:.2f} ms",
+                )
+            )
+            lines.append(
+                _verdict(
+                    f"all-stack CPU at {lv.users} users <= {ALL_CPU_TARGET_MS} ms per ticket",
+                    all_cpu_ms <= ALL_CPU_TARGET_MS,
+                    f"{all_cpu_ms:.2f} ms",
+                )
+            )
         if lv.users == 8:
-            lines.append(_verdict(f"API overhead p50 at 8 users <= {OVERHEAD_P50_TARGET_MS} ms",
-                                  lv.overhead_p50_ms <= OVERHEAD_P50_TARGET_MS, f"{lv.overhead_p50_ms:.1f} ms"))
+            lines.append(
+                _verdict(
+                    f"API overhead p50 at 8 users <= {OVERHEAD_P50_TARGET_MS} ms",
+                    lv.overhead_p50_ms <= OVERHEAD_P50_TARGET_MS,
+                    f"{lv.overhead_p50_ms:.1f} ms",
+                )
+            )
     return "\n".join(lines)
 
 
@@ -247,29 +357,52 @@ def _verdict(what: str, ok: bool, measured: str) -> str:
 
 def machine() -> str:
     """One line about this machine."""
-    return (f"{platform.system()} {platform.machine()}, {psutil.cpu_count()} cores, "
-            f"{psutil.virtual_memory().total / 2**30:.0f} GiB, Python {platform.python_version()}")
+    return (
+        f"{platform.system()} {platform.machine()}, {psutil.cpu_count()} cores, "
+        f"{psutil.virtual_memory().total / 2**30:.0f} GiB, Python {platform.python_version()}"
+    )
 
 
 def main() -> int:
     """Start the stack, run every level, print the table, write JSON."""
-    parser = argparse.ArgumentParser(prog="python -m scripts.bench", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--users", type=parse_levels, default=[8, 128, 256, 512, 1024],
-                        help="async levels (default 8,128,256,512,1024)")
-    parser.add_argument("--two-process-users", type=int, default=1024,
-                        help="async with 2 API processes at this level, for contrast (0: skip; default %(default)s)")
+    parser = argparse.ArgumentParser(
+        prog="python -m scripts.bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--users", type=parse_levels, default=[8, 128, 256, 512, 1024], help="async levels (default 8,128,256,512,1024)"
+    )
+    parser.add_argument(
+        "--two-process-users",
+        type=int,
+        default=1024,
+        help="async with 2 API processes at this level, for contrast (0: skip; default %(default)s)",
+    )
     parser.add_argument("--thread-users", type=int, default=128, help="the thread-mode level (0: skip)")
     parser.add_argument("--duration", type=float, default=30, help="seconds measured per level (default %(default)s)")
     parser.add_argument("--calibration", type=float, default=60, help="seconds of the 2-user run (default %(default)s)")
-    parser.add_argument("--async-client", choices=["aiohttp", "httpx"], default="aiohttp",
-                        help="the API's PROVIDER_ASYNC_CLIENT (default %(default)s)")
-    parser.add_argument("--loop", type=event_loop, default="asyncio",
-                        help="the event loop of the API and of the load generator: asyncio (default) or uvloop")
-    parser.add_argument("--api-workers", type=positive_int, default=1,
-                        help="uvicorn worker processes of the async API (default %(default)s)")
-    parser.add_argument("--profile", action="store_true",
-                        help="sample the API with py-spy at the last async level; print its busiest functions")
+    parser.add_argument(
+        "--async-client",
+        choices=["aiohttp", "httpx"],
+        default="aiohttp",
+        help="the API's PROVIDER_ASYNC_CLIENT (default %(default)s)",
+    )
+    parser.add_argument(
+        "--loop",
+        type=event_loop,
+        default="asyncio",
+        help="the event loop of the API and of the load generator: asyncio (default) or uvloop",
+    )
+    parser.add_argument(
+        "--api-workers",
+        type=positive_int,
+        default=1,
+        help="uvicorn worker processes of the async API (default %(default)s)",
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="sample the API with py-spy at the last async level; print its busiest functions",
+    )
     parser.add_argument("--out", help="folder for bench.json (default .lab/bench-DATE-TIME)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
@@ -279,33 +412,63 @@ def main() -> int:
     levels: list[Level] = []
     progress(f"bench on {machine()}")
     with running_lab(1.0, folder / "logs", clock) as lab:
-        with lab.api("async", workers=args.api_workers, env={"PROVIDER_ASYNC_CLIENT": args.async_client},
-                     loop=args.loop) as api:
+        with lab.api(
+            "async", workers=args.api_workers, env={"PROVIDER_ASYNC_CLIENT": args.async_client}, loop=args.loop
+        ) as api:
             groups = processes(api.process.pid, lab.simulator.process.pid)
             ticket_s, ticket_error_s = calibrate(api, args.calibration, args.loop)
             for count in users:
                 profile_to = folder / "profile.txt" if args.profile and count == users[-1] else None
-                levels.append(measure("async", count, args.duration, ticket_s, api, groups, args.loop, profile_to,
-                                      api_processes=args.api_workers))
+                levels.append(
+                    measure(
+                        "async",
+                        count,
+                        args.duration,
+                        ticket_s,
+                        api,
+                        groups,
+                        args.loop,
+                        profile_to,
+                        api_processes=args.api_workers,
+                    )
+                )
         if args.two_process_users:
             with lab.api("async", workers=2, env={"PROVIDER_ASYNC_CLIENT": args.async_client}, loop=args.loop) as api:
                 groups = processes(api.process.pid, lab.simulator.process.pid)
-                levels.append(measure("async", args.two_process_users, args.duration, ticket_s, api, groups,
-                                      args.loop, api_processes=2))
+                levels.append(
+                    measure(
+                        "async",
+                        args.two_process_users,
+                        args.duration,
+                        ticket_s,
+                        api,
+                        groups,
+                        args.loop,
+                        api_processes=2,
+                    )
+                )
         if args.thread_users:
             # 40 connections, so that the thread limiter (THREAD_LIMIT=40), not the pool, is the ceiling.
             with lab.api("thread", env={"DB_POOL_MAX_SIZE": "40", "DB_POOL_TIMEOUT_S": "60"}, loop=args.loop) as api:
                 groups = processes(api.process.pid, lab.simulator.process.pid)
                 levels.append(measure("thread", args.thread_users, args.duration, ticket_s, api, groups, args.loop))
-    result = {"machine": machine(), "loop": args.loop, "async_client": args.async_client, "ticket_s": ticket_s,
-              "ticket_error_s": ticket_error_s, "levels": [asdict(level) for level in levels],
-              "measured_at": time.strftime("%Y-%m-%d %H:%M")}
+    result = {
+        "machine": machine(),
+        "loop": args.loop,
+        "async_client": args.async_client,
+        "ticket_s": ticket_s,
+        "ticket_error_s": ticket_error_s,
+        "levels": [asdict(level) for level in levels],
+        "measured_at": time.strftime("%Y-%m-%d %H:%M"),
+    }
     (folder / "bench.json").write_text(json.dumps(result, indent=2))
     table = report(levels, ticket_s, ticket_error_s, args.async_client, args.loop)
     print(json.dumps(result) if args.json else f"{machine()}\n{table}")
     if args.profile and not args.json:
-        print(f"\nthe API's CPU at {users[-1]} users, share of samples by the package and the function running "
-              f"(py-spy, {folder / 'profile.txt'}):")
+        print(
+            f"\nthe API's CPU at {users[-1]} users, share of samples by the package and the function running "
+            f"(py-spy, {folder / 'profile.txt'}):"
+        )
         print("\n".join(profile_shares(folder / "profile.txt", args.duration, PROFILE_RATE)))
     return 0
 

@@ -102,24 +102,30 @@ def report(figures: dict) -> str:
     counts = ", ".join(f"{code}: {n}" for code, n in figures["status_counts"].items())
     if figures["unanswered"]:
         counts += f", no answer: {figures['unanswered']}"
-    return "\n".join([
-        f"{figures['tickets']} tickets at once: {figures['total_s']:.1f} s, status counts {{{counts}}}, "
-        f"p50 {figures['p50_ms']:.1f} ms, p95 {figures['p95_ms']:.1f} ms",
-        f"DB connections in use: median {figures['db_in_use_median']:g}, max {figures['db_in_use_max']:g} "
-        f"of {figures['db_pool_max']}; time waited for one: {figures['db_wait_s']:.1f} s in all",
-        f"provider calls in flight: at most {figures['provider_in_flight_max']:g}",
-    ])
+    return "\n".join(
+        [
+            f"{figures['tickets']} tickets at once: {figures['total_s']:.1f} s, status counts {{{counts}}}, "
+            f"p50 {figures['p50_ms']:.1f} ms, p95 {figures['p95_ms']:.1f} ms",
+            f"DB connections in use: median {figures['db_in_use_median']:g}, max {figures['db_in_use_max']:g} "
+            f"of {figures['db_pool_max']}; time waited for one: {figures['db_wait_s']:.1f} s in all",
+            f"provider calls in flight: at most {figures['provider_in_flight_max']:g}",
+        ]
+    )
 
 
 def main() -> int:
     """Parse the command line, run the burst, print the figures."""
     parser = argparse.ArgumentParser(
-        prog="python -m scripts.burst", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="Exit codes: 0 every ticket got 201, 1 some did not, 2 the API cannot be reached or bad arguments.")
+        prog="python -m scripts.burst",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Exit codes: 0 every ticket got 201, 1 some did not, 2 the API cannot be reached or bad arguments.",
+    )
     parser.add_argument("--url", default="http://127.0.0.1:8000", help="the API (default %(default)s)")
     parser.add_argument("--tickets", type=positive_int, default=32, help="tickets sent at once (default %(default)s)")
-    parser.add_argument("--interval", type=positive_float, default=0.05,
-                        help="seconds between /metrics samples (default %(default)s)")
+    parser.add_argument(
+        "--interval", type=positive_float, default=0.05, help="seconds between /metrics samples (default %(default)s)"
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed for the random customers")
     parser.add_argument("--json", action="store_true", help="print every figure as one JSON object")
     args = parser.parse_args()

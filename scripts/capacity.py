@@ -16,7 +16,14 @@ import psutil
 
 from scripts.toolkit import charts, course
 from scripts.toolkit.cli import (
-    Clock, format_table, output_folder, parse_levels, positive_float, positive_int, progress, run,
+    Clock,
+    format_table,
+    output_folder,
+    parse_levels,
+    positive_float,
+    positive_int,
+    progress,
+    run,
 )
 from scripts.toolkit.lab import EXIT_CODES, add_modes_argument, event_loop, running_lab
 from scripts.toolkit.load import SATURATED_CPU_SHARE
@@ -42,22 +49,42 @@ def measure_modes(lab, args: argparse.Namespace, folder, clock: Clock) -> list[d
                     progress(f"[{clock}] {label}: {args.duration} s of Locust ...")
                     before_id, api_cpu_before = lab.last_ticket_id(), cpu_seconds(api.process.pid)
                     started = time.monotonic()
-                    figures = run_locust(api.url, users, args.duration, args.workers,
-                                         str(folder / "locust" / f"{mode}-{users}u-{number}"))
+                    figures = run_locust(
+                        api.url,
+                        users,
+                        args.duration,
+                        args.workers,
+                        str(folder / "locust" / f"{mode}-{users}u-{number}"),
+                    )
                     api_cpu_s = cpu_seconds(api.process.pid) - api_cpu_before
                     saved, provider_s = lab.provider_time(before_id)
                     limit = users / provider_s if provider_s else None
-                    runs.append({"mode": mode, "loop": args.loop, "users": users, "pass": number, "api_url": api.url,
-                                 "simulator_url": lab.simulator.url, **figures,
-                                 "tickets_saved": saved, "provider_s_per_ticket": provider_s, "limit_per_s": limit,
-                                 "of_limit": figures["tickets_per_s"] / limit if limit else None,
-                                 "api_cpu_ms_per_ticket": api_cpu_s * 1000 / saved if saved else None,
-                                 "api_cpu_share": api_cpu_s / (time.monotonic() - started)})
-                    progress(f"[{clock}] {label}: {figures['tickets_per_s']:.2f} tickets/s"
-                             + (f", limit {limit:.2f} ({runs[-1]['of_limit']:.1%})" if limit else ""))
+                    runs.append(
+                        {
+                            "mode": mode,
+                            "loop": args.loop,
+                            "users": users,
+                            "pass": number,
+                            "api_url": api.url,
+                            "simulator_url": lab.simulator.url,
+                            **figures,
+                            "tickets_saved": saved,
+                            "provider_s_per_ticket": provider_s,
+                            "limit_per_s": limit,
+                            "of_limit": figures["tickets_per_s"] / limit if limit else None,
+                            "api_cpu_ms_per_ticket": api_cpu_s * 1000 / saved if saved else None,
+                            "api_cpu_share": api_cpu_s / (time.monotonic() - started),
+                        }
+                    )
+                    progress(
+                        f"[{clock}] {label}: {figures['tickets_per_s']:.2f} tickets/s"
+                        + (f", limit {limit:.2f} ({runs[-1]['of_limit']:.1%})" if limit else "")
+                    )
                     if figures["locust_cpu_share"] >= SATURATED_CPU_SHARE:
-                        progress(f"warning: Locust used {figures['locust_cpu_share']:.0%} of a core per process: "
-                                 "it may be the limit; add --workers N")
+                        progress(
+                            f"warning: Locust used {figures['locust_cpu_share']:.0%} of a core per process: "
+                            "it may be the limit; add --workers N"
+                        )
     return runs
 
 
@@ -66,10 +93,23 @@ def summarize(runs: list[dict]) -> list[dict]:
     rows = []
     for key in dict.fromkeys((each["mode"], each["users"]) for each in runs):
         passes = [each for each in runs if (each["mode"], each["users"]) == key]
-        row = {"mode": key[0], "users": key[1], "passes": len(passes),
-               "failures": sum(run["failures"] for run in passes)}
-        for figure in ("tickets_per_s", "p50_ms", "p95_ms", "provider_s_per_ticket", "limit_per_s", "of_limit",
-                       "api_cpu_ms_per_ticket", "api_cpu_share", "locust_cpu_share"):
+        row = {
+            "mode": key[0],
+            "users": key[1],
+            "passes": len(passes),
+            "failures": sum(run["failures"] for run in passes),
+        }
+        for figure in (
+            "tickets_per_s",
+            "p50_ms",
+            "p95_ms",
+            "provider_s_per_ticket",
+            "limit_per_s",
+            "of_limit",
+            "api_cpu_ms_per_ticket",
+            "api_cpu_share",
+            "locust_cpu_share",
+        ):
             values = [run[figure] for run in passes if run[figure] is not None]
             row[figure] = statistics.median(values) if values else None
         row["course"] = course.locust(row["mode"], row["users"])
@@ -79,6 +119,7 @@ def summarize(runs: list[dict]) -> list[dict]:
 
 def render(rows: list[dict], duration_s: int, passes: int) -> str:
     """The course's table, with the Little's-law limit and the course's figures (8 users) on the right."""
+
     def ms(value: float | None, decimals: int = 0) -> str:
         # Locust keeps times rounded to two significant digits: a decimal would be noise.
         return "-" if value is None else f"{value:,.{decimals}f} ms"
@@ -86,19 +127,47 @@ def render(rows: list[dict], duration_s: int, passes: int) -> str:
     def number(value: float | None, form: str) -> str:
         return "-" if value is None else format(value, form)
 
-    headers = ["INTAKE_MODE", "users", "tickets/s", "p50", "p95", "failed", "provider/ticket", "limit", "of limit",
-               "API CPU", "|", "course: tickets/s", "p50", "p95"]
+    headers = [
+        "INTAKE_MODE",
+        "users",
+        "tickets/s",
+        "p50",
+        "p95",
+        "failed",
+        "provider/ticket",
+        "limit",
+        "of limit",
+        "API CPU",
+        "|",
+        "course: tickets/s",
+        "p50",
+        "p95",
+    ]
     lines = []
     for row in rows:
         theirs = row["course"] or {}
-        lines.append([row["mode"], str(row["users"]), f"{row['tickets_per_s']:.2f}", ms(row["p50_ms"]),
-                      ms(row["p95_ms"]), str(row["failures"]), number(row["provider_s_per_ticket"], ".2f") + " s",
-                      number(row["limit_per_s"], ".2f"), number(row["of_limit"], ".1%"),
-                      number(row["api_cpu_share"], ".0%"), "|",
-                      number(theirs.get("tickets_per_s"), ".2f"), ms(theirs.get("p50_ms"), 1),
-                      ms(theirs.get("p95_ms"), 1)])
-    title = (f"Locust, {duration_s} s per run, median of {passes} pass{'es' if passes > 1 else ''}; "
-             "limit = users ÷ provider time per ticket, measured in the same run; API CPU in cores (100% = one)")
+        lines.append(
+            [
+                row["mode"],
+                str(row["users"]),
+                f"{row['tickets_per_s']:.2f}",
+                ms(row["p50_ms"]),
+                ms(row["p95_ms"]),
+                str(row["failures"]),
+                number(row["provider_s_per_ticket"], ".2f") + " s",
+                number(row["limit_per_s"], ".2f"),
+                number(row["of_limit"], ".1%"),
+                number(row["api_cpu_share"], ".0%"),
+                "|",
+                number(theirs.get("tickets_per_s"), ".2f"),
+                ms(theirs.get("p50_ms"), 1),
+                ms(theirs.get("p95_ms"), 1),
+            ]
+        )
+    title = (
+        f"Locust, {duration_s} s per run, median of {passes} pass{'es' if passes > 1 else ''}; "
+        "limit = users ÷ provider time per ticket, measured in the same run; API CPU in cores (100% = one)"
+    )
     return title + "\n" + format_table(headers, lines)
 
 
@@ -106,8 +175,21 @@ def write_files(folder, rows: list[dict], runs: list[dict], speed: float, draw: 
     """capacity.json (every run), capacity.csv (the table) and capacity.svg (the chart)."""
     paths = [folder / "capacity.json", folder / "capacity.csv"]
     paths[0].write_text(json.dumps({"speed": speed, "rows": rows, "runs": runs}, indent=2))
-    columns = ["mode", "users", "passes", "tickets_per_s", "p50_ms", "p95_ms", "failures", "provider_s_per_ticket",
-               "limit_per_s", "of_limit", "api_cpu_ms_per_ticket", "api_cpu_share", "locust_cpu_share"]
+    columns = [
+        "mode",
+        "users",
+        "passes",
+        "tickets_per_s",
+        "p50_ms",
+        "p95_ms",
+        "failures",
+        "provider_s_per_ticket",
+        "limit_per_s",
+        "of_limit",
+        "api_cpu_ms_per_ticket",
+        "api_cpu_share",
+        "locust_cpu_share",
+    ]
     with open(paths[1], "w", newline="") as file:
         writer = csv.writer(file)
         writer.writerow(columns)
@@ -120,19 +202,32 @@ def write_files(folder, rows: list[dict], runs: list[dict], speed: float, draw: 
 
 def main(argv: list[str] | None = None) -> int:
     """Parse the command line, run every mode, print and write the figures; exit code 1 if a ticket failed."""
-    parser = argparse.ArgumentParser(prog="python -m scripts.capacity", description=__doc__.splitlines()[0],
-                                     epilog=EXIT_CODES)
+    parser = argparse.ArgumentParser(
+        prog="python -m scripts.capacity", description=__doc__.splitlines()[0], epilog=EXIT_CODES
+    )
     add_modes_argument(parser, ["thread", "blocking", "async"])
     parser.add_argument("--users", type=parse_levels, default=[8], help="Locust users; 8,32,128 sweeps (default 8)")
     parser.add_argument("--duration", type=positive_int, default=40, help="seconds of load per run (default 40)")
     parser.add_argument("--passes", type=positive_int, default=1, help="runs per mode and users; medians (default 1)")
-    parser.add_argument("--api-workers", type=positive_int, default=1,
-                        help="processes of the API (uvicorn --workers), for horizontal scaling (default 1)")
-    parser.add_argument("--workers", type=int, default=0,
-                        help="Locust worker processes under one master, for loads one process can't make (default 0)")
+    parser.add_argument(
+        "--api-workers",
+        type=positive_int,
+        default=1,
+        help="processes of the API (uvicorn --workers), for horizontal scaling (default 1)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        help="Locust worker processes under one master, for loads one process can't make (default 0)",
+    )
     parser.add_argument("--speed", type=positive_float, default=1.0, help="the simulator's speed (default 1)")
-    parser.add_argument("--loop", type=event_loop, default="asyncio",
-                        help="the API's event loop: asyncio (the course's, default) or uvloop")
+    parser.add_argument(
+        "--loop",
+        type=event_loop,
+        default="asyncio",
+        help="the API's event loop: asyncio (the course's, default) or uvloop",
+    )
     parser.add_argument("--out", help="output folder (default .lab/capacity-DATE-TIME)")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON instead of the table")
     args = parser.parse_args(argv)
@@ -151,8 +246,10 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(render(rows, args.duration, args.passes))
     for failed in (each for each in runs if each["failures"]):
-        progress(f"{failed['mode']}, {failed['users']} users, pass {failed['pass']}: {failed['failures']} tickets "
-                 f"failed; Locust's report at the end of {failed['locust_log']} names them")
+        progress(
+            f"{failed['mode']}, {failed['users']} users, pass {failed['pass']}: {failed['failures']} tickets "
+            f"failed; Locust's report at the end of {failed['locust_log']} names them"
+        )
     progress(f"[{clock}] wrote {len(written)} files to {folder}")
     return 0 if all(row["failures"] == 0 for row in rows) else 1
 

@@ -14,7 +14,14 @@ import statistics
 
 from scripts.toolkit import charts, course
 from scripts.toolkit.cli import (
-    Clock, format_table, output_folder, positive_float, positive_int, progress, readable_ms, run,
+    Clock,
+    format_table,
+    output_folder,
+    positive_float,
+    positive_int,
+    progress,
+    readable_ms,
+    run,
 )
 from scripts.toolkit.lab import EXIT_CODES, add_modes_argument, parse_loops, run_name, running_lab
 from scripts.toolkit.stalls import measure_stall
@@ -22,8 +29,9 @@ from scripts.toolkit.stalls import measure_stall
 FIGURES = ("total_s", "health_answers", "health_median_ms", "health_slowest_ms")
 
 
-def measure_modes(lab, modes: list[str], loops: list[str], passes: int, interval_s: float, seed: int | None,
-                  clock: Clock) -> dict:
+def measure_modes(
+    lab, modes: list[str], loops: list[str], passes: int, interval_s: float, seed: int | None, clock: Clock
+) -> dict:
     """Every pass of scripts.stall against the API in each mode, on each loop: {run_name: [result, ...]}."""
     runs = {}
     for mode in modes:
@@ -35,11 +43,14 @@ def measure_modes(lab, modes: list[str], loops: list[str], passes: int, interval
                     progress(f"[{clock}] {name}, pass {number}/{passes}: 8 tickets, 4 at a time ...")
                     pass_seed = None if seed is None else seed + number
                     result = asyncio.run(measure_stall(api.url, interval_s=interval_s, seed=pass_seed))
-                    runs[name].append({"mode": mode, "loop": loop, "pass": number,
-                                       "simulator_url": lab.simulator.url, **result})
-                    progress(f"[{clock}] {name}, pass {number}/{passes}: {result['total_s']:.1f} s, "
-                             f"/health: {result['health_answers']} answers, median "
-                             f"{shown_ms(result['health_median_ms'])}, slowest {shown_ms(result['health_slowest_ms'])}")
+                    runs[name].append(
+                        {"mode": mode, "loop": loop, "pass": number, "simulator_url": lab.simulator.url, **result}
+                    )
+                    progress(
+                        f"[{clock}] {name}, pass {number}/{passes}: {result['total_s']:.1f} s, "
+                        f"/health: {result['health_answers']} answers, median "
+                        f"{shown_ms(result['health_median_ms'])}, slowest {shown_ms(result['health_slowest_ms'])}"
+                    )
     return runs
 
 
@@ -48,9 +59,14 @@ def summarize(runs: dict) -> list[dict]:
     rows = []
     for results in runs.values():
         mode = results[0]["mode"]
-        row = {"mode": mode, "loop": results[0]["loop"], "passes": len(results), "api_url": results[0]["url"],
-               "simulator_url": results[0]["simulator_url"],
-               "statuses": sorted({status for result in results for status in result["statuses"]})}
+        row = {
+            "mode": mode,
+            "loop": results[0]["loop"],
+            "passes": len(results),
+            "api_url": results[0]["url"],
+            "simulator_url": results[0]["simulator_url"],
+            "statuses": sorted({status for result in results for status in result["statuses"]}),
+        }
         for figure in FIGURES:
             values = [result[figure] for result in results if result[figure] is not None]
             row[figure] = statistics.median(values) if values else None
@@ -68,16 +84,37 @@ def render(rows: list[dict], passes: int, speed: float) -> str:
     """The comparison table, the course's figures on the right; a loop column when several loops ran."""
     loops = list(dict.fromkeys(row["loop"] for row in rows))
     several = len(loops) > 1
-    headers = ["INTAKE_MODE", *(["loop"] if several else []), "8 tickets", "/health answers", "median", "slowest",
-               "|", "course: 8 tickets", "answers", "median", "slowest"]
+    headers = [
+        "INTAKE_MODE",
+        *(["loop"] if several else []),
+        "8 tickets",
+        "/health answers",
+        "median",
+        "slowest",
+        "|",
+        "course: 8 tickets",
+        "answers",
+        "median",
+        "slowest",
+    ]
     lines = []
     for row in rows:
         theirs = row["course"]
-        lines.append([row["mode"], *([row["loop"]] if several else []), f"{row['total_s']:.1f} s",
-                      f"{row['health_answers']:g}", shown_ms(row["health_median_ms"]),
-                      shown_ms(row["health_slowest_ms"]), "|",
-                      f"{theirs['total_s']:.1f} s", str(theirs["health_answers"]),
-                      shown_ms(theirs["health_median_ms"]), shown_ms(theirs["health_slowest_ms"])])
+        lines.append(
+            [
+                row["mode"],
+                *([row["loop"]] if several else []),
+                f"{row['total_s']:.1f} s",
+                f"{row['health_answers']:g}",
+                shown_ms(row["health_median_ms"]),
+                shown_ms(row["health_slowest_ms"]),
+                "|",
+                f"{theirs['total_s']:.1f} s",
+                str(theirs["health_answers"]),
+                shown_ms(theirs["health_median_ms"]),
+                shown_ms(theirs["health_slowest_ms"]),
+            ]
+        )
     where = "and event loop" if several else {"asyncio": "on asyncio's event loop", "uvloop": "on uvloop"}[loops[0]]
     title = f"scripts.stall per INTAKE_MODE {where}, median of {passes} pass{'es' if passes > 1 else ''}"
     title += "; course: median of 5 passes" if speed == 1 else f" at simulator speed {speed:g} (the course ran at 1)"
@@ -92,8 +129,15 @@ def write_files(folder, rows: list[dict], runs: dict, speed: float, draw: bool) 
         writer = csv.writer(file)
         writer.writerow(["mode", "loop", "passes", *FIGURES, *(f"course_{figure}" for figure in FIGURES)])
         for row in rows:
-            writer.writerow([row["mode"], row["loop"], row["passes"], *(row[f] for f in FIGURES),
-                             *(row["course"][f] for f in FIGURES)])
+            writer.writerow(
+                [
+                    row["mode"],
+                    row["loop"],
+                    row["passes"],
+                    *(row[f] for f in FIGURES),
+                    *(row["course"][f] for f in FIGURES),
+                ]
+            )
     if draw:
         note = "" if speed == 1 else f" (speed {speed:g})"
         written.append(folder / "health-medians.svg")
@@ -101,24 +145,41 @@ def write_files(folder, rows: list[dict], runs: dict, speed: float, draw: bool) 
         for name, results in runs.items():
             typical = sorted(results, key=lambda result: result["total_s"])[len(results) // 2]
             written.append(folder / f"timeline-{name}.svg")
-            charts.draw_timeline(typical, str(written[-1]), f"INTAKE_MODE={typical['mode']} on {typical['loop']}: "
-                                                     "8 tickets, 4 at a time, and GET /health")
+            charts.draw_timeline(
+                typical,
+                str(written[-1]),
+                f"INTAKE_MODE={typical['mode']} on {typical['loop']}: 8 tickets, 4 at a time, and GET /health",
+            )
     return [str(path) for path in written]
 
 
 def main(argv: list[str] | None = None) -> int:
     """Parse the command line, run the comparison, print and write it; exit code 1 if a ticket failed."""
-    parser = argparse.ArgumentParser(prog="python -m scripts.compare", description=__doc__.splitlines()[0],
-                                     epilog=EXIT_CODES)
+    parser = argparse.ArgumentParser(
+        prog="python -m scripts.compare", description=__doc__.splitlines()[0], epilog=EXIT_CODES
+    )
     add_modes_argument(parser, ["blocking", "async", "thread"])
-    parser.add_argument("--loop", type=parse_loops, default=["asyncio"],
-                        help="the API's event loop: asyncio (the course's, default), uvloop, or asyncio,uvloop "
-                             "for a row per mode and loop")
-    parser.add_argument("--passes", type=positive_int, default=1, help="runs per mode; the table shows medians (default 1)")
-    parser.add_argument("--speed", type=positive_float, default=1.0,
-                        help="the simulator's speed: 0.05 for a quick check (default 1, as in the course)")
-    parser.add_argument("--interval", type=positive_float,
-                        help="seconds between /health probes (default 0.1 x speed, so the answers stay comparable)")
+    parser.add_argument(
+        "--loop",
+        type=parse_loops,
+        default=["asyncio"],
+        help="the API's event loop: asyncio (the course's, default), uvloop, or asyncio,uvloop "
+        "for a row per mode and loop",
+    )
+    parser.add_argument(
+        "--passes", type=positive_int, default=1, help="runs per mode; the table shows medians (default 1)"
+    )
+    parser.add_argument(
+        "--speed",
+        type=positive_float,
+        default=1.0,
+        help="the simulator's speed: 0.05 for a quick check (default 1, as in the course)",
+    )
+    parser.add_argument(
+        "--interval",
+        type=positive_float,
+        help="seconds between /health probes (default 0.1 x speed, so the answers stay comparable)",
+    )
     parser.add_argument("--seed", type=int, help="seed for the tickets' customers and texts (default: random)")
     parser.add_argument("--out", help="output folder (default .lab/compare-DATE-TIME)")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON instead of the table")
@@ -128,8 +189,9 @@ def main(argv: list[str] | None = None) -> int:
     folder = output_folder(args.out, "compare")
     clock = Clock()
     with running_lab(args.speed, folder / "logs", clock) as lab:
-        runs = measure_modes(lab, args.modes, args.loop, args.passes, args.interval or 0.1 * args.speed, args.seed,
-                             clock)
+        runs = measure_modes(
+            lab, args.modes, args.loop, args.passes, args.interval or 0.1 * args.speed, args.seed, clock
+        )
     rows = summarize(runs)
     written = write_files(folder, rows, runs, args.speed, draw)
     if args.json:

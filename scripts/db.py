@@ -14,8 +14,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m scripts.db", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     init_parser = commands.add_parser("init", help="create the schema and load a data set (idempotent)")
-    init_parser.add_argument("--size", choices=sorted(dataset.SIZES), default="small",
-                             help="small: 300 customers, 3,000 tickets; large: 2,000 customers, 30,000 tickets")
+    init_parser.add_argument(
+        "--size",
+        choices=sorted(dataset.SIZES),
+        default="small",
+        help="small: 300 customers, 3,000 tickets; large: 2,000 customers, 30,000 tickets",
+    )
     init_parser.add_argument("--reset", action="store_true", help="delete every row first, then load")
     commands.add_parser("status", help="print the server used (no password) and the row counts")
     commands.add_parser("start", help="start the embedded server (after a crash, say) and leave it running")
@@ -29,8 +33,10 @@ def main() -> int:
         from ticket_api.embedded import embedded_dsn, stop_embedded
 
         if args.command == "start":
-            print(f"the embedded PostgreSQL runs ({shown_dsn(embedded_dsn(keep_running=True))}) "
-                  "until `python -m scripts.db stop`")
+            print(
+                f"the embedded PostgreSQL runs ({shown_dsn(embedded_dsn(keep_running=True))}) "
+                "until `python -m scripts.db stop`"
+            )
         else:
             print("stopped the embedded PostgreSQL" if stop_embedded() else "the embedded PostgreSQL was not running")
         return 0

@@ -34,14 +34,35 @@ from ticket_api.database import resolve_dsn
 ROOT = Path(__file__).resolve().parent.parent
 SNAPSHOTS = ROOT / "snapshots"
 LESSONS = SNAPSHOTS / "lessons.toml"
-STUDENT_PARTS = ["pyproject.toml", ".env.example", ".gitignore", "ticket_api", "simulator", "scripts", "tests",
-                 "locustfiles"]
+STUDENT_PARTS = [
+    "pyproject.toml",
+    ".env.example",
+    ".gitignore",
+    "ticket_api",
+    "simulator",
+    "scripts",
+    "tests",
+    "locustfiles",
+]
 # The lab's own tools and tests: not part of a student's project.
-ROOT_ONLY = {"scripts/snapshots.py", "scripts/compare.py", "scripts/capacity.py", "scripts/bench.py", "scripts/soak.py",
-             "scripts/toolkit/lessons.py", "scripts/toolkit/course.py", "scripts/toolkit/course.toml",
-             "scripts/toolkit/locust.py", "tests/lab", "ticket_api/README.md",
-             "scripts/README.md", "tests/README.md",
-             "scripts/watch.py", "scripts/toolkit/watcher.py", "scripts/toolkit/watch_page.html"}
+ROOT_ONLY = {
+    "scripts/snapshots.py",
+    "scripts/compare.py",
+    "scripts/capacity.py",
+    "scripts/bench.py",
+    "scripts/soak.py",
+    "scripts/toolkit/lessons.py",
+    "scripts/toolkit/course.py",
+    "scripts/toolkit/course.toml",
+    "scripts/toolkit/locust.py",
+    "tests/lab",
+    "ticket_api/README.md",
+    "scripts/README.md",
+    "tests/README.md",
+    "scripts/watch.py",
+    "scripts/toolkit/watcher.py",
+    "scripts/toolkit/watch_page.html",
+}
 OWN_README = "README.md"  # each snapshot has its own, written for the student's project at that point
 SUITE_TIMEOUT_S = 900
 COMPARISONS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
@@ -141,12 +162,17 @@ def check_files() -> list[str]:
             expected = set(lesson.copy) | set(lesson.differs_from_source)
             actual = {f for f in student_files(source) | student_files(before) if not _same(source, before, f)}
             if actual != expected:
-                problems.append(f"{lesson.before} and {lesson.source} differ in {sorted(actual ^ expected)} "
-                                f"beyond what lesson {lesson.id} copies")
+                problems.append(
+                    f"{lesson.before} and {lesson.source} differ in {sorted(actual ^ expected)} "
+                    f"beyond what lesson {lesson.id} copies"
+                )
     if (SNAPSHOTS / "README.md").read_text() != render_readme(snapshots, lessons):
         problems.append("snapshots/README.md is out of date: run `python -m scripts.snapshots sync`")
-    problems += [f"the settings table of {readme.relative_to(ROOT)} is out of date: run `python -m scripts.snapshots sync`"
-                 for readme, text in _readmes_with_settings(snapshots).items() if readme.read_text() != text]
+    problems += [
+        f"the settings table of {readme.relative_to(ROOT)} is out of date: run `python -m scripts.snapshots sync`"
+        for readme, text in _readmes_with_settings(snapshots).items()
+        if readme.read_text() != text
+    ]
     return problems
 
 
@@ -169,8 +195,14 @@ def copy_tree(snapshot: Path, into: Path) -> Path:
 def run_suite(project: Path, database_url: str) -> str:
     """Run `python -m pytest` inside a project; returns pytest's summary line."""
     env = {**os.environ, "DATABASE_URL": database_url}
-    result = subprocess.run([sys.executable, "-m", "pytest", "-q"], cwd=project, env=env, capture_output=True,
-                            text=True, timeout=SUITE_TIMEOUT_S)
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=SUITE_TIMEOUT_S,
+    )
     lines = [line.strip("= ") for line in result.stdout.splitlines() if line.strip()]
     return lines[-1] if lines else f"no output (exit {result.returncode}): {result.stderr.strip()[-300:]}"
 
@@ -200,8 +232,12 @@ def check_suites_and_lessons(workdir: Path, speed: float) -> list[str]:
             (project / relative).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(SNAPSHOTS / lesson.source / relative, project / relative)
         states[lesson.id] = project
-        unexpected = _differences(project, SNAPSHOTS / lesson.source, allowed=set(lesson.differs_from_source),
-                                  label=f"{lesson.id} replayed vs {lesson.source}")
+        unexpected = _differences(
+            project,
+            SNAPSHOTS / lesson.source,
+            allowed=set(lesson.differs_from_source),
+            label=f"{lesson.id} replayed vs {lesson.source}",
+        )
         problems += unexpected
         summary = run_suite(project, database_url)
         problems.append(suite_problem(f"{lesson.id} replayed", summary, lesson.tests))
@@ -260,8 +296,9 @@ def shape_problems(figures: dict, expect: dict, speed: float) -> list[str]:
 
 def main() -> int:
     """Parse the command line and run sync or check."""
-    parser = argparse.ArgumentParser(prog="python -m scripts.snapshots", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m scripts.snapshots", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("command", choices=["sync", "check"])
     parser.add_argument("--files-only", action="store_true", help="check: only (a), the file-level promises")
     parser.add_argument("--speed", type=float, default=0.2, help="check: simulator speed for lesson commands")

@@ -76,12 +76,13 @@ def make_tickets(count: int, seed: str) -> list[dict]:
     return tickets
 
 
-async def send_all(url: str, tickets: list[dict], users: int, restart, clock: Clock,
-                   crash_db=None) -> tuple[list[Journey], dict]:
+async def send_all(
+    url: str, tickets: list[dict], users: int, restart, clock: Clock, crash_db=None
+) -> tuple[list[Journey], dict]:
     """Send the tickets, `users` at a time; when half have started, `restart()` runs in a thread, and when three
     quarters have, `crash_db()` (--kill) too."""
     outcomes = [Journey(number, ticket["key"]) for number, ticket in enumerate(tickets, start=1)]
-    waiting = list(zip(tickets, outcomes))
+    waiting = list(zip(tickets, outcomes, strict=False))
     running: set[int] = set()
     restart_after, crash_after = max(1, len(tickets) // 2), max(1, len(tickets) * 3 // 4)
     restart_due, crash_due = asyncio.Event(), asyncio.Event()
@@ -107,19 +108,23 @@ async def send_all(url: str, tickets: list[dict], users: int, restart, clock: Cl
         in_flight = sorted(running)
         for number in in_flight:
             outcomes[number - 1].in_flight_at_restart = True
-        progress(f"[{clock}]   {'SIGKILL' if crash_db else 'SIGTERM'} to the API after ticket {restart_after} started, "
-                 f"{len(in_flight)} in flight")
+        progress(
+            f"[{clock}]   {'SIGKILL' if crash_db else 'SIGTERM'} to the API after ticket {restart_after} started, "
+            f"{len(in_flight)} in flight"
+        )
         info = await asyncio.to_thread(restart)
-        progress(f"[{clock}]   the API stopped in {info['stop_s']:.1f} s, "
-                 f"the new one listened {info['start_s']:.1f} s later")
+        progress(
+            f"[{clock}]   the API stopped in {info['stop_s']:.1f} s, the new one listened {info['start_s']:.1f} s later"
+        )
         return {"after_ticket": restart_after, "in_flight": in_flight, **info}
 
     async def crasher() -> dict:
         await crash_due.wait()
         await restarting  # one failure at a time
         in_flight = len(running)
-        progress(f"[{clock}]   SIGKILL to PostgreSQL's postmaster after ticket {crash_after} started, "
-                 f"{in_flight} in flight")
+        progress(
+            f"[{clock}]   SIGKILL to PostgreSQL's postmaster after ticket {crash_after} started, {in_flight} in flight"
+        )
         info = await asyncio.to_thread(crash_db)
         progress(f"[{clock}]   PostgreSQL started again {info['down_s']:.1f} s after its crash")
         return {"after_ticket": crash_after, "in_flight": in_flight, **info}
@@ -197,14 +202,25 @@ def check_rows(dsn: str, outcomes: list[Journey]) -> dict:
                 saved_unanswered.append(outcome.marker)
             else:
                 violations.append(f"{outcome.marker}: answered {outcome.status} {outcome.error}, yet saved as {ids}")
-    return {"rows": len(rows), "complete_rows": sum(1 for row in rows if row[2]),
-            "duplicates": sum(len(ids) - 1 for ids in saved.values()),
-            "committed_without_201": returned_on_retry, "saved_without_201": saved_unanswered,
-            "violations": violations}
+    return {
+        "rows": len(rows),
+        "complete_rows": sum(1 for row in rows if row[2]),
+        "duplicates": sum(len(ids) - 1 for ids in saved.values()),
+        "committed_without_201": returned_on_retry,
+        "saved_without_201": saved_unanswered,
+        "violations": violations,
+    }
 
 
-def soak_mode(mode: str, args: argparse.Namespace, server_dsn: str, simulator: Service,
-              log_dir: Path, clock: Clock, pgdata: Path | None = None) -> dict:
+def soak_mode(
+    mode: str,
+    args: argparse.Namespace,
+    server_dsn: str,
+    simulator: Service,
+    log_dir: Path,
+    clock: Clock,
+    pgdata: Path | None = None,
+) -> dict:
     """One INTAKE_MODE: a fresh database, the API, the tickets with a restart halfway, the check.
 
     With `pgdata` (--kill), the restart is a crash: the API and then the server in `pgdata` get SIGKILL.
@@ -276,11 +292,14 @@ def summarize(mode: str, outcomes: list[Journey], restart_info: dict, checked: d
     answers = Counter(str(o.status) if o.status == 201 else f"{o.status or 'no answer'} {o.error}" for o in outcomes)
     connection_errors = Counter(name for o in outcomes for name in o.connection_errors)
     return {
-        "mode": mode, "sent": len(outcomes), "created": answers.get("201", 0),
+        "mode": mode,
+        "sent": len(outcomes),
+        "created": answers.get("201", 0),
         "answers": dict(sorted(answers.items())),
         "connection_errors": dict(connection_errors),
         "tickets_retried": sum(1 for o in outcomes if o.connection_errors),
-        "restart": restart_info, **checked,
+        "restart": restart_info,
+        **checked,
     }
 
 
@@ -293,8 +312,13 @@ def render(result: dict, args: argparse.Namespace) -> str:
     shown = ", ".join(unanswered[:5]) + (", ..." if len(unanswered) > 5 else "")
     violations = "".join(f"\n    {line}" for line in result["violations"])
     crashed = "postgres" in restart  # --kill
-    stopped = ("killed at once" if crashed else "killed after 35 s" if restart["exit_code"] == -9
-               else f"drained and stopped in {restart['stop_s']:.1f} s")
+    stopped = (
+        "killed at once"
+        if crashed
+        else "killed after 35 s"
+        if restart["exit_code"] == -9
+        else f"drained and stopped in {restart['stop_s']:.1f} s"
+    )
     return (
         f"INTAKE_MODE={result['mode']}: {result['sent']} tickets sent by {args.users} users; simulator speed "
         f"{args.speed:g}, error rate {args.error_rate:g}, hang rate {args.hang_rate:g} ({args.hang_s:g} s, "
@@ -302,9 +326,13 @@ def render(result: dict, args: argparse.Namespace) -> str:
         f"  answers: {answers}\n"
         f"  restart: {'SIGKILL' if crashed else 'SIGTERM'} once ticket {restart['after_ticket']} had started, "
         f"{len(restart['in_flight'])} in flight; {stopped}, a new API listened {restart['start_s']:.1f} s later\n"
-        + (f"  PostgreSQL crash: SIGKILL to the postmaster once ticket {restart['postgres']['after_ticket']} had "
-           f"started, {restart['postgres']['in_flight']} in flight; started again (crash recovery) "
-           f"{restart['postgres']['down_s']:.1f} s later, the API kept running\n" if crashed else "")
+        + (
+            f"  PostgreSQL crash: SIGKILL to the postmaster once ticket {restart['postgres']['after_ticket']} had "
+            f"started, {restart['postgres']['in_flight']} in flight; started again (crash recovery) "
+            f"{restart['postgres']['down_s']:.1f} s later, the API kept running\n"
+            if crashed
+            else ""
+        )
         + f"  connection errors, timeouts and 503 db_unavailable: {errors} (failed attempts of "
         f"{result['tickets_retried']} tickets, each retried with its Idempotency-Key)\n"
         f"  PostgreSQL: {result['rows']} tickets, {result['complete_rows']} with their AI results, "
@@ -317,26 +345,47 @@ def render(result: dict, args: argparse.Namespace) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Parse the command line, soak each mode, print the figures; exit code 1 on any violation."""
-    parser = argparse.ArgumentParser(prog="python -m scripts.soak", description=__doc__.splitlines()[0],
-                                     epilog="Exit codes: 0 nothing lost or duplicated, 1 a violation (its database "
-                                            "is kept), 2 a start-up failed or bad arguments.")
+    parser = argparse.ArgumentParser(
+        prog="python -m scripts.soak",
+        description=__doc__.splitlines()[0],
+        epilog="Exit codes: 0 nothing lost or duplicated, 1 a violation (its database "
+        "is kept), 2 a start-up failed or bad arguments.",
+    )
     parser.add_argument("--tickets", type=positive_int, default=500, help="tickets per mode (default 500)")
     parser.add_argument("--users", type=positive_int, default=64, help="tickets in flight at once (default 64)")
-    parser.add_argument("--modes", "--mode", type=parse_modes, default=["async"],
-                        help="INTAKE_MODE values, separated by commas (default async)")
+    parser.add_argument(
+        "--modes",
+        "--mode",
+        type=parse_modes,
+        default=["async"],
+        help="INTAKE_MODE values, separated by commas (default async)",
+    )
     parser.add_argument("--speed", type=positive_float, default=0.2, help="the simulator's speed (default 0.2)")
-    parser.add_argument("--error-rate", type=float, default=0.05,
-                        help="share of provider calls answered 500/503 (default 0.05)")
-    parser.add_argument("--hang-rate", type=float, default=0.02,
-                        help="share of provider calls that hang (default 0.02)")
+    parser.add_argument(
+        "--error-rate", type=float, default=0.05, help="share of provider calls answered 500/503 (default 0.05)"
+    )
+    parser.add_argument(
+        "--hang-rate", type=float, default=0.02, help="share of provider calls that hang (default 0.02)"
+    )
     parser.add_argument("--hang-s", type=positive_float, default=5.0, help="how long a hang lasts (default 5)")
-    parser.add_argument("--provider-timeout", type=positive_float, default=2.0,
-                        help="the API's PROVIDER_TIMEOUT_S, shorter than a hang (default 2)")
-    parser.add_argument("--quota", type=int, default=800,
-                        help="chat calls per minute (2 per ticket; default 800, so some tickets get 429)")
-    parser.add_argument("--kill", action="store_true",
-                        help="crash instead of SIGTERM: SIGKILL to the API, then to PostgreSQL's postmaster "
-                             "(an embedded server of the run's own, in the output folder), started again")
+    parser.add_argument(
+        "--provider-timeout",
+        type=positive_float,
+        default=2.0,
+        help="the API's PROVIDER_TIMEOUT_S, shorter than a hang (default 2)",
+    )
+    parser.add_argument(
+        "--quota",
+        type=int,
+        default=800,
+        help="chat calls per minute (2 per ticket; default 800, so some tickets get 429)",
+    )
+    parser.add_argument(
+        "--kill",
+        action="store_true",
+        help="crash instead of SIGTERM: SIGKILL to the API, then to PostgreSQL's postmaster "
+        "(an embedded server of the run's own, in the output folder), started again",
+    )
     parser.add_argument("--seed", type=int, default=1, help="seed for the tickets and the faults (default 1)")
     parser.add_argument("--out", help="folder for the logs (default .lab/soak-DATE-TIME)")
     parser.add_argument("--json", action="store_true", help="print every figure as one JSON object")
@@ -347,8 +396,16 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--hang-s must be longer than --provider-timeout, or hangs are no timeouts")
 
     folder, clock = output_folder(args.out, "soak"), Clock()
-    faults = ["--error-rate", f"{args.error_rate:g}", "--hang-rate", f"{args.hang_rate:g}",
-              "--hang-s", f"{args.hang_s:g}", "--seed", str(args.seed)]
+    faults = [
+        "--error-rate",
+        f"{args.error_rate:g}",
+        "--hang-rate",
+        f"{args.hang_rate:g}",
+        "--hang-s",
+        f"{args.hang_s:g}",
+        "--seed",
+        str(args.seed),
+    ]
     results = []
     pgdata = folder / "pgdata" if args.kill else None  # never the lab's server: this one gets SIGKILL
     # This process starts the embedded server, so it outlives the APIs that use it.

@@ -31,19 +31,31 @@ async def measure_cliff(url: str, levels: list[int], hold_ms: int, samples: int)
     """For each level K: K slow def requests in flight, `samples` timings of the trivial def route and /health."""
     slow_path = SLOW_PATH.format(ms=hold_ms)
     rows = []
-    async with open_client(url) as trivial_client, open_client(url) as health_client, \
-            open_clients(url, max(levels)) as slow_clients:
+    async with (
+        open_client(url) as trivial_client,
+        open_client(url) as health_client,
+        open_clients(url, max(levels)) as slow_clients,
+    ):
         await warm_up(slow_clients, SLOW_PATH.format(ms=1))
         await timed_get(trivial_client, TRIVIAL_PATH)
         for in_flight in levels:
             progress(f"  {in_flight} slow requests in flight ...")
-            rows.append(await measure_level(slow_clients[:in_flight], slow_path, hold_ms, samples,
-                                            trivial_client, health_client))
+            rows.append(
+                await measure_level(
+                    slow_clients[:in_flight], slow_path, hold_ms, samples, trivial_client, health_client
+                )
+            )
     return rows
 
 
-async def measure_level(slow_clients: list[httpx.AsyncClient], slow_path: str, hold_ms: int, samples: int,
-                        trivial_client: httpx.AsyncClient, health_client: httpx.AsyncClient) -> dict:
+async def measure_level(
+    slow_clients: list[httpx.AsyncClient],
+    slow_path: str,
+    hold_ms: int,
+    samples: int,
+    trivial_client: httpx.AsyncClient,
+    health_client: httpx.AsyncClient,
+) -> dict:
     """Keep one slow request per client in flight; time the trivial route `samples` times meanwhile."""
     stop_load, stop_probe = asyncio.Event(), asyncio.Event()
     load = asyncio.create_task(closed_loop([getter(client, slow_path) for client in slow_clients], stop=stop_load))
@@ -92,12 +104,16 @@ def find_cliff(rows: list[dict], hold_ms: int) -> int | None:
 
 def render(thread_limit: int, hold_ms: int, rows: list[dict], cliff: int | None) -> str:
     """The table, then one line about the cliff."""
-    lines = [f"THREAD_LIMIT={thread_limit}; each slow request: GET {SLOW_PATH.format(ms=hold_ms)}",
-             f"{'in flight':>10} {'trivial def p50':>16} {'max':>9} {'/health p50':>12} {'slow p50':>10}"]
+    lines = [
+        f"THREAD_LIMIT={thread_limit}; each slow request: GET {SLOW_PATH.format(ms=hold_ms)}",
+        f"{'in flight':>10} {'trivial def p50':>16} {'max':>9} {'/health p50':>12} {'slow p50':>10}",
+    ]
     for row in rows:
-        lines.append(f"{row['in_flight']:>10} {fmt_ms(row['trivial_p50_ms']) + ' ms':>16}"
-                     f" {fmt_ms(row['trivial_max_ms']) + ' ms':>9} {fmt_ms(row['health_p50_ms']) + ' ms':>12}"
-                     f" {fmt_ms(row['slow_p50_ms']) + ' ms':>10}")
+        lines.append(
+            f"{row['in_flight']:>10} {fmt_ms(row['trivial_p50_ms']) + ' ms':>16}"
+            f" {fmt_ms(row['trivial_max_ms']) + ' ms':>9} {fmt_ms(row['health_p50_ms']) + ' ms':>12}"
+            f" {fmt_ms(row['slow_p50_ms']) + ' ms':>10}"
+        )
     if cliff is None:
         lines.append(f"no cliff up to {rows[-1]['in_flight']} slow requests in flight: a thread was always free")
     else:
@@ -118,19 +134,33 @@ def prepare_database(settings: Settings) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Start an API, measure every level, stop the API, print."""
     parser = argparse.ArgumentParser(
-        prog="python -m scripts.thread_cliff", description=__doc__,
+        prog="python -m scripts.thread_cliff",
+        description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="It needs PostgreSQL (the embedded one starts by itself), not the simulator. "
-               "Exit codes: 0 done, 1 some slow requests failed, 2 the API cannot start or bad arguments.",
+        "Exit codes: 0 done, 1 some slow requests failed, 2 the API cannot start or bad arguments.",
     )
-    parser.add_argument("--thread-limit", type=positive_int, default=40,
-                        help="THREAD_LIMIT of the API it starts (default 40, AnyIO's default)")
-    parser.add_argument("--levels", type=parse_levels, default=[20, 39, 40, 60, 100],
-                        help="slow requests in flight, one level after another (default 20,39,40,60,100)")
-    parser.add_argument("--hold-ms", type=positive_int, default=1000,
-                        help="how long each slow request waits, at most 10000 (default 1000)")
-    parser.add_argument("--samples", type=positive_int, default=7,
-                        help="timings of the trivial route per level (default 7)")
+    parser.add_argument(
+        "--thread-limit",
+        type=positive_int,
+        default=40,
+        help="THREAD_LIMIT of the API it starts (default 40, AnyIO's default)",
+    )
+    parser.add_argument(
+        "--levels",
+        type=parse_levels,
+        default=[20, 39, 40, 60, 100],
+        help="slow requests in flight, one level after another (default 20,39,40,60,100)",
+    )
+    parser.add_argument(
+        "--hold-ms",
+        type=positive_int,
+        default=1000,
+        help="how long each slow request waits, at most 10000 (default 1000)",
+    )
+    parser.add_argument(
+        "--samples", type=positive_int, default=7, help="timings of the trivial route per level (default 7)"
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     args = parser.parse_args(argv)
     if args.hold_ms > 10_000:

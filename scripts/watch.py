@@ -35,9 +35,16 @@ def page_app(watcher: Watcher) -> Starlette:
 
     async def series(request: Request) -> JSONResponse:
         """The window's rows and the header the API names itself with."""
-        return JSONResponse({"api": watcher.api_url, "simulator": watcher.simulator_url, "header": watcher.header,
-                             "window_s": watcher.window_s, "rows": watcher.rows()},
-                            headers={"Cache-Control": "no-store"})
+        return JSONResponse(
+            {
+                "api": watcher.api_url,
+                "simulator": watcher.simulator_url,
+                "header": watcher.header,
+                "window_s": watcher.window_s,
+                "rows": watcher.rows(),
+            },
+            headers={"Cache-Control": "no-store"},
+        )
 
     return Starlette(routes=[Route("/", page), Route("/series", series)])
 
@@ -56,19 +63,25 @@ def listen(port: int) -> socket.socket:
 async def serve(api_url: str, simulator_url: str, sock: socket.socket) -> None:
     """Probe the lab and serve the page until interrupted."""
     async with watching(api_url, simulator_url) as watcher:
-        config = uvicorn.Config(page_app(watcher), loop="asyncio", log_level="warning", access_log=False,
-                                lifespan="off")
+        config = uvicorn.Config(
+            page_app(watcher), loop="asyncio", log_level="warning", access_log=False, lifespan="off"
+        )
         await uvicorn.Server(config).serve(sockets=[sock])
 
 
 def main(argv: list[str] | None = None) -> int:
     """Serve the page; print its address."""
-    parser = argparse.ArgumentParser(prog="python -m scripts.watch", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m scripts.watch", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--api", default=DEFAULT_API, help="the API (default %(default)s)")
     parser.add_argument("--simulator", default=DEFAULT_SIMULATOR, help="the simulator (default %(default)s)")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT,
-                        help="the page's port on 127.0.0.1 (default %(default)s; 0: any free port)")
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=DEFAULT_PORT,
+        help="the page's port on 127.0.0.1 (default %(default)s; 0: any free port)",
+    )
     args = parser.parse_args(argv)
     if not 0 <= args.port <= 65535:
         parser.error(f"--port {args.port}: give a number from 0 to 65535")

@@ -49,10 +49,23 @@ async def handle_chat(sim: Simulation, request: Request) -> None:
         wait = sim.plan_wait(call, fault)
         headers = quota_headers + simulation_headers(chat.operation, call, wait, fault)
         if chat.stream:
-            base = {"id": sim.new_id("chatcmpl"), "object": "chat.completion.chunk", "created": int(time.time()),
-                    "model": chat.model, "system_fingerprint": "fp_simulator"}
-            if not await stream_answer(request.send, watch, request.received_at, wait, base, answer,
-                                       usage if chat.include_usage else None, headers):
+            base = {
+                "id": sim.new_id("chatcmpl"),
+                "object": "chat.completion.chunk",
+                "created": int(time.time()),
+                "model": chat.model,
+                "system_fingerprint": "fp_simulator",
+            }
+            if not await stream_answer(
+                request.send,
+                watch,
+                request.received_at,
+                wait,
+                base,
+                answer,
+                usage if chat.include_usage else None,
+                headers,
+            ):
                 raise_if_stopping(sim)
         elif await watch.wait_until(request.received_at + wait.total_s):
             await send_json(request.send, 200, completion_body(sim, chat.model, answer, usage), headers)
@@ -98,14 +111,17 @@ def raise_if_stopping(sim: Simulation) -> None:
 def raise_for_fault(fault: str | None, quota_headers: list) -> None:
     """Turn an error-type fault into its error response; slow and hang only change the wait."""
     if fault == "error":
-        raise SimulatedServerError("The server had an error while processing your request (simulated).",
-                                   headers=quota_headers)
+        raise SimulatedServerError(
+            "The server had an error while processing your request (simulated).", headers=quota_headers
+        )
     if fault == "unavailable":
         raise SimulatedUnavailable("The server is overloaded or not ready yet (simulated).", headers=quota_headers)
     if fault == "rate_limit":
         retry = [(b"retry-after", str(FORCED_RETRY_AFTER_S).encode())]
-        raise RateLimited("Rate limit reached (simulated with X-Sim-Fault).",
-                          headers=[header for header in quota_headers if header[0] != b"retry-after"] + retry)
+        raise RateLimited(
+            "Rate limit reached (simulated with X-Sim-Fault).",
+            headers=[header for header in quota_headers if header[0] != b"retry-after"] + retry,
+        )
 
 
 def simulation_headers(operation: str, call: RecordedCall, wait: Wait, fault: str | None) -> list:
@@ -130,8 +146,11 @@ def chat_answer(chat: ChatCall, seed: int) -> str:
 def chat_usage(chat: ChatCall, call: RecordedCall) -> dict:
     """Token counts: the prompt estimated (4 characters a token, 4 more per message), the completion as recorded."""
     prompt_tokens = content.estimate_tokens(chat.prompt_text) + 4 * chat.message_count
-    return {"prompt_tokens": prompt_tokens, "completion_tokens": call.completion_tokens,
-            "total_tokens": prompt_tokens + call.completion_tokens}
+    return {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": call.completion_tokens,
+        "total_tokens": prompt_tokens + call.completion_tokens,
+    }
 
 
 def completion_body(sim: Simulation, model: str, answer: str, usage: dict) -> dict:
@@ -141,8 +160,14 @@ def completion_body(sim: Simulation, model: str, answer: str, usage: dict) -> di
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": answer, "refusal": None},
-                     "logprobs": None, "finish_reason": "stop"}],
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": answer, "refusal": None},
+                "logprobs": None,
+                "finish_reason": "stop",
+            }
+        ],
         "usage": usage,
         "system_fingerprint": "fp_simulator",
     }
@@ -153,8 +178,15 @@ def embeddings_body(embeddings: EmbeddingsCall) -> bytes:
     data = []
     for index, text in enumerate(embeddings.inputs):
         vector = embed_text(text, embeddings.dimensions)
-        data.append({"object": "embedding", "index": index,
-                     "embedding": to_base64(vector) if embeddings.base64 else vector})
+        data.append(
+            {"object": "embedding", "index": index, "embedding": to_base64(vector) if embeddings.base64 else vector}
+        )
     prompt_tokens = sum(content.estimate_tokens(text) for text in embeddings.inputs)
-    return orjson.dumps({"object": "list", "data": data, "model": embeddings.model,
-                         "usage": {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens}})
+    return orjson.dumps(
+        {
+            "object": "list",
+            "data": data,
+            "model": embeddings.model,
+            "usage": {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens},
+        }
+    )

@@ -52,7 +52,7 @@ def _word_features(word: str, dimensions: int) -> tuple[tuple[int, float], ...]:
     encoded = word.encode()
     features = [_feature(b"w:" + encoded, dimensions, WORD_WEIGHT)]
     padded = b"<" + encoded + b">"
-    features.extend(_feature(padded[start:start + 3], dimensions, TRIGRAM_WEIGHT) for start in range(len(padded) - 2))
+    features.extend(_feature(padded[start : start + 3], dimensions, TRIGRAM_WEIGHT) for start in range(len(padded) - 2))
     return tuple(features)
 
 

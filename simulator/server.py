@@ -20,8 +20,9 @@ GC_THRESHOLD = 10_000  # new objects (net) between two young garbage-collector p
 
 def bind_socket(host: str, port: int) -> socket.socket:
     """A listening TCP socket on host:port; raises OSError (e.g. port in use)."""
-    family, kind, protocol, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
-                                                            flags=socket.AI_PASSIVE)[0]
+    family, kind, protocol, _, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )[0]
     sock = socket.socket(family, kind, protocol)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

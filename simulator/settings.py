@@ -60,8 +60,12 @@ OPTIONS = (
     ("--error-rate", "error_rate", cli.probability, "share of AI calls answered 500 or 503"),
     ("--hang-rate", "hang_rate", cli.probability, "share of AI calls answered only after --hang-s"),
     ("--hang-s", "hang_s", cli.non_negative_float, "seconds a hanging call waits, real time (not scaled by --speed)"),
-    ("--slowdown", "slowdown", cli.non_negative_float,
-     "delay x (1 + F x calls_in_flight / 100), like a loaded provider"),
+    (
+        "--slowdown",
+        "slowdown",
+        cli.non_negative_float,
+        "delay x (1 + F x calls_in_flight / 100), like a loaded provider",
+    ),
     ("--admin-token", "admin_token", str, "token that lets non-loopback clients use /admin (never printed)"),
     ("--log-level", "log_level", str, "server log level"),
     ("--access-log", "access_log", cli.yes_no, "log one line per request (off by default: it costs throughput)"),
@@ -95,8 +99,12 @@ def build_parser() -> argparse.ArgumentParser:
         if field == "access_log":
             extra = {"nargs": "?", "const": True, "metavar": "yes|no"}
         parser.add_argument(
-            flag, dest=field, type=kind, default=None,
-            help=f"{help_text} [{env_name(field)}; default {shown_default}]", **extra,
+            flag,
+            dest=field,
+            type=kind,
+            default=None,
+            help=f"{help_text} [{env_name(field)}; default {shown_default}]",
+            **extra,
         )
     return parser
 

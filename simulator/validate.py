@@ -64,8 +64,9 @@ def parse_chat(body: dict, operation_header: str | None) -> ChatCall:
     texts, user_texts = [], []
     for index, message in enumerate(messages):
         if not isinstance(message, dict) or not isinstance(message.get("role"), str):
-            raise InvalidRequest(f"messages[{index}] must be an object with a string 'role'.",
-                                 param=f"messages[{index}]")
+            raise InvalidRequest(
+                f"messages[{index}] must be an object with a string 'role'.", param=f"messages[{index}]"
+            )
         text = _message_text(message.get("content"), index)
         texts.append(text)
         if message["role"] == "user":
@@ -102,8 +103,11 @@ def parse_embeddings(body: dict) -> EmbeddingsCall:
     if not 1 <= dimensions <= MAX_DIMENSIONS:
         raise InvalidRequest(f"'dimensions' must be between 1 and {MAX_DIMENSIONS}.", param="dimensions")
     if len(inputs) * dimensions > MAX_EMBEDDING_VALUES:
-        raise InvalidRequest(f"{len(inputs)} inputs x {dimensions} dimensions is over the {MAX_EMBEDDING_VALUES:,} "
-                             "numbers one call may ask for: send fewer inputs per call.", param="input")
+        raise InvalidRequest(
+            f"{len(inputs)} inputs x {dimensions} dimensions is over the {MAX_EMBEDDING_VALUES:,} "
+            "numbers one call may ask for: send fewer inputs per call.",
+            param="input",
+        )
     encoding = _optional(body, "encoding_format", str, "float")
     if encoding not in ("float", "base64"):
         raise InvalidRequest("'encoding_format' must be 'float' or 'base64'.", param="encoding_format")
@@ -150,8 +154,9 @@ def _message_text(content, index: int) -> str:
         return content or ""
     if isinstance(content, list) and all(isinstance(part, dict) for part in content):
         return " ".join(part["text"] for part in content if isinstance(part.get("text"), str))
-    raise InvalidRequest(f"messages[{index}].content must be a string or an array of content parts.",
-                         param=f"messages[{index}].content")
+    raise InvalidRequest(
+        f"messages[{index}].content must be a string or an array of content parts.", param=f"messages[{index}].content"
+    )
 
 
 def _required_string(body: dict, field: str) -> str:

@@ -1,7 +1,7 @@
 """Fixtures of the student suite: a fresh PostgreSQL database per run, settings, the app, a customer."""
 
 import os
-from typing import Iterator
+from collections.abc import Iterator
 
 import psycopg
 import pytest
@@ -68,7 +68,8 @@ def customer_id(db_conn: psycopg.Connection) -> int:
     """A new customer of this test only, so counts and pages start empty."""
     row = db_conn.execute(
         """INSERT INTO customers (id, name, email, plan)
-           SELECT coalesce(max(id), 0) + 1, 'Test Customer', 'test' || (coalesce(max(id), 0) + 1) || '@example.com', 'pro'
+           SELECT coalesce(max(id), 0) + 1, 'Test Customer',
+                  'test' || (coalesce(max(id), 0) + 1) || '@example.com', 'pro'
            FROM customers RETURNING id"""
     ).fetchone()
     return row[0]

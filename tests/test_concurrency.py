@@ -49,8 +49,10 @@ def one_ticket_alone(url: str) -> float:
 
 async def four_tickets_at_once(url: str, alone_s: float) -> Run:
     """Send 4 tickets at the same moment while GET /health is asked every 50 ms (the lab's /health prober)."""
-    async with httpx.AsyncClient(base_url=url, timeout=30) as client, \
-            httpx.AsyncClient(base_url=url, timeout=30) as health_client:
+    async with (
+        httpx.AsyncClient(base_url=url, timeout=30) as client,
+        httpx.AsyncClient(base_url=url, timeout=30) as health_client,
+    ):
         done = asyncio.Event()
         prober = asyncio.create_task(probe_health(health_client, 0.05, done))
         started = time.perf_counter()

@@ -25,7 +25,9 @@ def tickets_of(db_conn, customer_id: int) -> int:
         (ProviderTimeout("no answer"), 504, "ai_timeout"),
     ],
 )
-def test_a_provider_failure_answers_its_code_and_saves_nothing(make_settings, customer_id, db_conn, error, status, code):
+def test_a_provider_failure_answers_its_code_and_saves_nothing(
+    make_settings, customer_id, db_conn, error, status, code
+):
     with TestClient(create_app(make_settings(), FakeProvider(0.01, error=error))) as client:
         response = client.post("/v1/tickets", json={"customer_id": customer_id, **NEW})
     assert response.status_code == status

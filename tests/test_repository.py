@@ -86,8 +86,10 @@ def test_get_ticket_of_an_unknown_id_is_none(db):
 
 
 def test_list_tickets_pages_by_id(db, customer_id):
-    ids = [create_in_one_transaction(db, FakeProvider(0.0), new_ticket(customer_id, f"T{n}"), Timer())[0].id
-           for n in range(3)]
+    ids = [
+        create_in_one_transaction(db, FakeProvider(0.0), new_ticket(customer_id, f"T{n}"), Timer())[0].id
+        for n in range(3)
+    ]
     assert [t.id for t in list_tickets(db, customer_id, limit=2)] == ids[:2]
     assert [t.id for t in list_tickets(db, customer_id, limit=2, after=ids[1])] == ids[2:]
     assert list_tickets(db, customer_id, limit=5, after=ids[2]) == []

@@ -1,15 +1,15 @@
 """The lab's errors, and the one place they become HTTP responses.
 
-    LabError                      status  error code
-    ├── ProviderBusy               503    ai_busy          (the provider answered 429)
-    ├── ProviderUnavailable        502    ai_unavailable   (5xx, refused, or an answer we cannot use)
-    ├── ProviderTimeout            504    ai_timeout
-    ├── DatabaseBusy               503    db_busy          (no free connection within DB_POOL_TIMEOUT_S)
-    ├── DatabaseUnavailable        503    db_unavailable
-    ├── CustomerNotFound           404    customer_not_found
-    ├── TicketNotFound             404    ticket_not_found
-    └── IdempotencyKeyReused       422    idempotency_key_reused
-    StartupError                   (not HTTP: the process stops with its one-line message)
+LabError                      status  error code
+├── ProviderBusy               503    ai_busy          (the provider answered 429)
+├── ProviderUnavailable        502    ai_unavailable   (5xx, refused, or an answer we cannot use)
+├── ProviderTimeout            504    ai_timeout
+├── DatabaseBusy               503    db_busy          (no free connection within DB_POOL_TIMEOUT_S)
+├── DatabaseUnavailable        503    db_unavailable
+├── CustomerNotFound           404    customer_not_found
+├── TicketNotFound             404    ticket_not_found
+└── IdempotencyKeyReused       422    idempotency_key_reused
+StartupError                   (not HTTP: the process stops with its one-line message)
 """
 
 import logging
@@ -101,9 +101,7 @@ async def _lab_error(request: Request, exc: LabError) -> JSONResponse:
 
 async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
     request.state.error_code = "validation_error"
-    fields = [
-        {"loc": list(error["loc"]), "msg": error["msg"], "type": error["type"]} for error in exc.errors()
-    ]
+    fields = [{"loc": list(error["loc"]), "msg": error["msg"], "type": error["type"]} for error in exc.errors()]
     return error_response(422, "validation_error", fields)
 
 

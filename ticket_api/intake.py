@@ -12,9 +12,10 @@ from ticket_api.repository import check_customer, create_in_one_transaction, fin
 router = APIRouter()
 
 
-@router.post("/v1/tickets", status_code=201, response_model=Ticket,
-             responses=documented(404, 413, 422, 502, 503, 504))
-async def create_ticket(request: Request, new: NewTicketDep, db: DbDep, provider: ProviderDep, timer: TimerDep) -> Ticket:
+@router.post("/v1/tickets", status_code=201, response_model=Ticket, responses=documented(404, 413, 422, 502, 503, 504))
+async def create_ticket(
+    request: Request, new: NewTicketDep, db: DbDep, provider: ProviderDep, timer: TimerDep
+) -> Ticket:
     """Create a ticket: check the customer, do the AI work, save the ticket with its results."""
     if new.idempotency_key is not None:
         with timer("db"):

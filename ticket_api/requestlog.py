@@ -49,7 +49,12 @@ class RequestLog:
                 self.metrics.tickets.labels("created" if status == 201 else error_code).inc()
             log.info(
                 "%s %s %d %.0fms queries=%d id=%s",
-                scope["method"], scope["path"], status, timer.total_ms(), timer.queries, request_id,
+                scope["method"],
+                scope["path"],
+                status,
+                timer.total_ms(),
+                timer.queries,
+                request_id,
             )
 
 

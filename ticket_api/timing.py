@@ -47,8 +47,10 @@ class Timer:
 
     def provider_calls_header(self) -> str:
         """`start-end` of each provider call, in ms since the request started: `3.1-913.5, 915.0-2016.2, ...`."""
-        return ", ".join(f"{(start - self.started) * 1000:.1f}-{(end - self.started) * 1000:.1f}"
-                         for start, end in self.provider_calls)
+        return ", ".join(
+            f"{(start - self.started) * 1000:.1f}-{(end - self.started) * 1000:.1f}"
+            for start, end in self.provider_calls
+        )
 
 
 # Set by the request-log middleware; thread-pool calls see it too (run_in_threadpool copies the context).

@@ -37,20 +37,39 @@ def draw_timeline(result: dict, path: str, title: str | None = None) -> None:
     for row, ticket in enumerate(runs, start=1):
         draw_ticket(axes, row, ticket)
     for probe in result["probes"]:
-        axes.plot([probe["start_s"], probe["start_s"] + probe["ms"] / 1000], [0, 0], color=HEALTH_COLOR, lw=6,
-                  solid_capstyle="butt", marker="|", markersize=16, markeredgewidth=2)
+        axes.plot(
+            [probe["start_s"], probe["start_s"] + probe["ms"] / 1000],
+            [0, 0],
+            color=HEALTH_COLOR,
+            lw=6,
+            solid_capstyle="butt",
+            marker="|",
+            markersize=16,
+            markeredgewidth=2,
+        )
     axes.set_yticks(range(len(runs) + 1), ["GET /health"] + [f"ticket {t['ticket']}" for t in runs])
     axes.invert_yaxis()
     axes.set_xlim(0, max(result["total_s"], *(p["start_s"] + p["ms"] / 1000 for p in result["probes"])) * 1.17)
     axes.tick_params(labelsize=12)
     axes.grid(axis="x", alpha=0.3)
     axes.set_xlabel("seconds since the first ticket was sent", fontsize=12)
-    axes.set_title(title or f"{result['tickets']} tickets, {result['concurrency']} at a time, "
-                   f"and GET /health every {result['interval_s']:g} s", fontsize=14)
+    axes.set_title(
+        title
+        or f"{result['tickets']} tickets, {result['concurrency']} at a time, "
+        f"and GET /health every {result['interval_s']:g} s",
+        fontsize=14,
+    )
     without_calls = any(not ticket["provider_calls"] for ticket in runs)
     handles = legend_handles(without_calls)
-    figure.legend(handles=handles, loc="outside lower center", ncol=len(handles), fontsize=11, frameon=False,
-                  handlelength=2.5, columnspacing=1.5)
+    figure.legend(
+        handles=handles,
+        loc="outside lower center",
+        ncol=len(handles),
+        fontsize=11,
+        frameon=False,
+        handlelength=2.5,
+        columnspacing=1.5,
+    )
     figure.savefig(path, dpi=150)
     plt.close(figure)
 
@@ -60,18 +79,28 @@ def draw_ticket(axes, row: int, ticket: dict) -> None:
     number, calls = ticket["ticket"], ticket["provider_calls"]
     whole = {"left": ticket["start_s"], "height": 0.6, "gid": f"ticket-{number}"}
     if calls:
-        axes.barh(row, ticket["end_s"] - ticket["start_s"], facecolor="white", edgecolor=WAITING_COLOR, hatch="///",
-                  **whole)
+        axes.barh(
+            row, ticket["end_s"] - ticket["start_s"], facecolor="white", edgecolor=WAITING_COLOR, hatch="///", **whole
+        )
     else:  # the answer did not say when the provider worked: no answer, no AI work, or a provider without HTTP
         axes.barh(row, ticket["end_s"] - ticket["start_s"], color=UNKNOWN_COLOR, **whole)
     for index, (start_s, end_s) in enumerate(calls):
-        axes.barh(row, end_s - start_s, left=start_s, height=0.6, color=CALLS[index % len(CALLS)][1],
-                  edgecolor="white", linewidth=0.8, gid=f"ticket-{number}-call-{index + 1}")
+        axes.barh(
+            row,
+            end_s - start_s,
+            left=start_s,
+            height=0.6,
+            color=CALLS[index % len(CALLS)][1],
+            edgecolor="white",
+            linewidth=0.8,
+            gid=f"ticket-{number}-call-{index + 1}",
+        )
     ok = ticket["status"] == 201
     outcome = "201" if ok else f"{ticket['status'] or ''} {ticket['error']}".strip()
     provider = f", provider {ticket['ai_ms'] / 1000:.1f} s" if ticket["ai_ms"] is not None else ""
-    axes.text(ticket["end_s"], row, f" {outcome}{provider}", va="center", fontsize=11,
-              color="black" if ok else "tab:red")
+    axes.text(
+        ticket["end_s"], row, f" {outcome}{provider}", va="center", fontsize=11, color="black" if ok else "tab:red"
+    )
 
 
 def legend_handles(without_calls: bool) -> list:
@@ -81,8 +110,9 @@ def legend_handles(without_calls: bool) -> list:
 
     handles = [Patch(color=color, label=f"provider: {name}") for name, color in CALLS]
     handles.append(Patch(facecolor="white", edgecolor=WAITING_COLOR, hatch="///", label="waiting for the server"))
-    handles.append(Line2D([], [], color=HEALTH_COLOR, lw=6, marker="|", markersize=16, markeredgewidth=2,
-                          label="GET /health"))
+    handles.append(
+        Line2D([], [], color=HEALTH_COLOR, lw=6, marker="|", markersize=16, markeredgewidth=2, label="GET /health")
+    )
     if without_calls:
         handles.append(Patch(color=UNKNOWN_COLOR, label="answer without X-Provider-Calls"))
     return handles
@@ -98,21 +128,35 @@ def draw_health_medians(rows: list[dict], path: str, note: str = "") -> None:
     width = 0.38
     for x, row in enumerate(rows):
         color = MODE_COLORS.get(row["mode"], "tab:gray")
-        bars = [(x - width / 2, row["health_median_ms"], dict(color=color), "this run"),
-                (x + width / 2, row["course"]["health_median_ms"], dict(facecolor="white", edgecolor=color,
-                                                                          hatch="//"), "course")]
+        bars = [
+            (x - width / 2, row["health_median_ms"], dict(color=color), "this run"),
+            (
+                x + width / 2,
+                row["course"]["health_median_ms"],
+                dict(facecolor="white", edgecolor=color, hatch="//"),
+                "course",
+            ),
+        ]
         for left, value, style, label in bars:
             if value is None:
                 continue
             axes.bar(left, value, width, **style)
-            axes.annotate(f"{readable_ms(value)}\n{label}", (left, value), xytext=(0, 3), textcoords="offset points",
-                          ha="center", va="bottom", fontsize=8)
+            axes.annotate(
+                f"{readable_ms(value)}\n{label}",
+                (left, value),
+                xytext=(0, 3),
+                textcoords="offset points",
+                ha="center",
+                va="bottom",
+                fontsize=8,
+            )
     axes.set_yscale("log")
     axes.set_ylim(0.5, 60_000)
     axes.set_yticks([1, 10, 100, 1000, 10_000], ["1 ms", "10 ms", "100 ms", "1 s", "10 s"])
     several_loops = len({row.get("loop") for row in rows}) > 1
-    axes.set_xticks(range(len(rows)), [f"{row['mode']}\non {row['loop']}" if several_loops else row["mode"]
-                                       for row in rows])
+    axes.set_xticks(
+        range(len(rows)), [f"{row['mode']}\non {row['loop']}" if several_loops else row["mode"] for row in rows]
+    )
     axes.set_xlabel("INTAKE_MODE")
     axes.set_ylabel("median time of GET /health (log scale)")
     axes.set_title(f"GET /health while 8 tickets are created, 4 at a time{note}", fontsize=10)
@@ -135,13 +179,26 @@ def draw_capacity(rows: list[dict], path: str, note: str = "") -> None:
             if row is None:
                 continue
             x = group - 0.4 + width * (index + 0.5)
-            axes.bar(x, row["tickets_per_s"], width * 0.9, color=MODE_COLORS.get(mode, "tab:gray"),
-                     label=mode if group == 0 else None)
-            axes.annotate(f"{row['tickets_per_s']:.2f}", (x, row["tickets_per_s"]), xytext=(0, -3),
-                          textcoords="offset points", ha="center", va="top", fontsize=8)
+            axes.bar(
+                x,
+                row["tickets_per_s"],
+                width * 0.9,
+                color=MODE_COLORS.get(mode, "tab:gray"),
+                label=mode if group == 0 else None,
+            )
+            axes.annotate(
+                f"{row['tickets_per_s']:.2f}",
+                (x, row["tickets_per_s"]),
+                xytext=(0, -3),
+                textcoords="offset points",
+                ha="center",
+                va="top",
+                fontsize=8,
+            )
             if row["limit_per_s"]:
-                axes.hlines(row["limit_per_s"], x - width / 2, x + width / 2, colors="black", linestyles="--",
-                            label=limit_label)
+                axes.hlines(
+                    row["limit_per_s"], x - width / 2, x + width / 2, colors="black", linestyles="--", label=limit_label
+                )
                 limit_label = None
     top = max(max(row["tickets_per_s"], row["limit_per_s"] or 0) for row in rows)
     axes.set_ylim(0, top * 1.35 or 1)

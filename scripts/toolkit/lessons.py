@@ -18,7 +18,9 @@ def render_readme(snapshots: dict, lessons: list) -> str:
     ]
     lines += [f"| `{name}` | {s['title']} | `{s['tests']} passed` |" for name, s in snapshots.items()]
     for lesson in lessons:
-        before = f"`{lesson.before}`" if lesson.before in snapshots else f"the end of \"{_title(lessons, lesson.before)}\""
+        before = (
+            f"`{lesson.before}`" if lesson.before in snapshots else f'the end of "{_title(lessons, lesson.before)}"'
+        )
         files = " ".join(lesson.copy)
         ps_files = ", ".join("'" + f.replace("/", "\\") + "'" for f in lesson.copy)
         lines += [
@@ -44,8 +46,10 @@ def render_readme(snapshots: dict, lessons: list) -> str:
             f"Then `python -m pytest` prints `{lesson.tests} passed`.",
         ]
         if lesson.differs_from_source:
-            lines.append(f"Your project then equals `{lesson.source}` except {', '.join(lesson.differs_from_source)}, "
-                         "which a later lesson adds.")
+            lines.append(
+                f"Your project then equals `{lesson.source}` except {', '.join(lesson.differs_from_source)}, "
+                "which a later lesson adds."
+            )
         if lesson.commands:
             lines += ["", "| Step | API started with | Command | Expect |", "| --- | --- | --- | --- |"]
             for command in lesson.commands:

@@ -35,10 +35,13 @@ def read_locust_figures(prefix: str, users: int) -> dict:
         return {"requests": 0, "failures": 0, "tickets_per_s": 0.0, "p50_ms": None, "p95_ms": None}
     successes = entry["num_requests"] - entry["num_failures"]
     mean_s = entry["total_response_time"] / entry["num_requests"] / 1000
-    return {"requests": entry["num_requests"], "failures": entry["num_failures"],
-            "tickets_per_s": users / mean_s * successes / entry["num_requests"] if mean_s > 0 else 0.0,
-            "p50_ms": locust_percentile(entry["response_times"], 0.5),
-            "p95_ms": locust_percentile(entry["response_times"], 0.95)}
+    return {
+        "requests": entry["num_requests"],
+        "failures": entry["num_failures"],
+        "tickets_per_s": users / mean_s * successes / entry["num_requests"] if mean_s > 0 else 0.0,
+        "p50_ms": locust_percentile(entry["response_times"], 0.5),
+        "p95_ms": locust_percentile(entry["response_times"], 0.95),
+    }
 
 
 def locust_percentile(response_times: dict, fraction: float) -> float | None:
@@ -58,21 +61,52 @@ def run_locust(url: str, users: int, duration_s: int, workers: int, prefix: str)
     """Locust headless as child processes (a master and `workers` workers if > 0); returns its figures."""
     base = [sys.executable, "-m", "locust", "-f", LOCUSTFILE]
     # --json prints the final figures on stdout; the log keeps Locust's own report, failures by name included.
-    master = [*base, "--headless", "-u", str(users), "-r", str(users), "-t", f"{duration_s}s", "--host", url,
-              "--stop-timeout", str(STOP_TIMEOUT_S), "--json", "--only-summary"]
+    master = [
+        *base,
+        "--headless",
+        "-u",
+        str(users),
+        "-r",
+        str(users),
+        "-t",
+        f"{duration_s}s",
+        "--host",
+        url,
+        "--stop-timeout",
+        str(STOP_TIMEOUT_S),
+        "--json",
+        "--only-summary",
+    ]
     commands = [master]
     if workers:
         port = free_port()
-        master += ["--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port),
-                   "--expect-workers", str(workers), "--expect-workers-max-wait", "30"]
+        master += [
+            "--master",
+            "--master-bind-host",
+            "127.0.0.1",
+            "--master-bind-port",
+            str(port),
+            "--expect-workers",
+            str(workers),
+            "--expect-workers-max-wait",
+            "30",
+        ]
         commands += [[*base, "--worker", "--master-host", "127.0.0.1", "--master-port", str(port)]] * workers
     cpu_before, started = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic()
     processes = []
     try:
         with open(f"{prefix}.json", "wb") as figures, open(f"{prefix}.log", "ab") as log:
-            processes = [subprocess.Popen(argv, cwd=PROJECT_ROOT, stdout=figures if argv is master else log,
-                                          stderr=log, stdin=subprocess.DEVNULL, **OWN_GROUP)
-                         for argv in commands]
+            processes = [
+                subprocess.Popen(
+                    argv,
+                    cwd=PROJECT_ROOT,
+                    stdout=figures if argv is master else log,
+                    stderr=log,
+                    stdin=subprocess.DEVNULL,
+                    **OWN_GROUP,
+                )
+                for argv in commands
+            ]
         code = processes[0].wait(duration_s + STOP_TIMEOUT_S + 60)
         for worker in processes[1:]:
             worker.wait(30)

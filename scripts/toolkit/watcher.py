@@ -34,8 +34,13 @@ T = TypeVar("T")
 class Probe:
     """One kind of GET, sent every `every_s`, never two at once: its last answer and how long one waits now."""
 
-    def __init__(self, client: httpx.AsyncClient, url: str, every_s: float,
-                 read: Callable[[httpx.Response], Any] = lambda response: response) -> None:
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        url: str,
+        every_s: float,
+        read: Callable[[httpx.Response], Any] = lambda response: response,
+    ) -> None:
         self.client = client
         self.url = url
         self.every_s = every_s
@@ -82,8 +87,11 @@ class Scrape:
 
     def by_label(self, name: str, label: str) -> dict[str, float]:
         """{label value: sample value} of every sample of `name`, such as tickets by outcome."""
-        return {dict(labels)[label]: value for (sample, labels), value in self.values.items()
-                if sample == name and label in dict(labels)}
+        return {
+            dict(labels)[label]: value
+            for (sample, labels), value in self.values.items()
+            if sample == name and label in dict(labels)
+        }
 
 
 def read_scrape(response: httpx.Response) -> Scrape:
@@ -153,8 +161,7 @@ class Watcher:
         async with httpx.AsyncClient(limits=limits, trust_env=False) as client:
             self.health = Probe(client, f"{self.api_url}/health", self.tick_s / 2)
             self.metrics = Probe(client, f"{self.api_url}/metrics", self.tick_s, read_scrape)
-            self.simulator = Probe(client, f"{self.simulator_url}/admin/stats", self.tick_s,
-                                   read_simulator_stats)
+            self.simulator = Probe(client, f"{self.simulator_url}/admin/stats", self.tick_s, read_simulator_stats)
             probes = [asyncio.create_task(probe.run()) for probe in (self.health, self.metrics, self.simulator)]
             try:
                 while True:  # the first row after the probes had a tick to answer
@@ -176,8 +183,7 @@ class Watcher:
         waiting = self.health.waiting_s(now)
         if self.health.answer is None and waiting == 0:
             return {"health_s": None, "api_answers": False}  # refused: the API is down
-        return {"health_s": round(max(self.health.took_s or 0.0, waiting), 4),
-                "api_answers": self.health.answers(now)}
+        return {"health_s": round(max(self.health.took_s or 0.0, waiting), 4), "api_answers": self.health.answers(now)}
 
     def _api(self, now: float) -> Row:
         scrape: Scrape | None = self.metrics.answer if self.metrics.answers(now) else None
@@ -201,8 +207,10 @@ class Watcher:
         earlier = oldest.by_label("ticket_api_tickets_total", "outcome")
         self._interval = {
             "lag_s": largest_lag_s(before, scrape),
-            "tickets_per_s": {outcome: round(max(0.0, count - earlier.get(outcome, 0.0)) / (scrape.at - oldest.at), 2)
-                              for outcome, count in created.items()},
+            "tickets_per_s": {
+                outcome: round(max(0.0, count - earlier.get(outcome, 0.0)) / (scrape.at - oldest.at), 2)
+                for outcome, count in created.items()
+            },
         }
         since = before.at - self.started
         for row in reversed(self._rows):  # the rows of a stall, made while /metrics could not answer
@@ -214,8 +222,11 @@ class Watcher:
         stats = self.simulator.answer if self.simulator.answers(now) else None
         if stats is None:
             return {"sim_in_flight": None, "quota_limit": None, "quota_remaining": None}
-        return {"sim_in_flight": stats["in_flight"], "quota_limit": stats["quota_limit"],
-                "quota_remaining": stats["quota_remaining"]}
+        return {
+            "sim_in_flight": stats["in_flight"],
+            "quota_limit": stats["quota_limit"],
+            "quota_remaining": stats["quota_remaining"],
+        }
 
 
 # The API's gauges in a row: row key -> metric name.
@@ -231,8 +242,9 @@ GAUGES = {
 
 
 @contextlib.asynccontextmanager
-async def watching(api_url: str, simulator_url: str, window_s: float = WINDOW_S,
-                   tick_s: float = TICK_S) -> AsyncIterator[Watcher]:
+async def watching(
+    api_url: str, simulator_url: str, window_s: float = WINDOW_S, tick_s: float = TICK_S
+) -> AsyncIterator[Watcher]:
     """A Watcher probing in the background for the length of the block."""
     watcher = Watcher(api_url.rstrip("/"), simulator_url.rstrip("/"), window_s, tick_s)
     task = asyncio.create_task(watcher.run())
@@ -252,8 +264,9 @@ async def watched(work: Awaitable[T], api_url: str, simulator_url: str) -> tuple
 
 
 @contextlib.contextmanager
-def watching_in_thread(api_url: str, simulator_url: str, window_s: float = WINDOW_S,
-                       tick_s: float = TICK_S) -> Iterator[Watcher]:
+def watching_in_thread(
+    api_url: str, simulator_url: str, window_s: float = WINDOW_S, tick_s: float = TICK_S
+) -> Iterator[Watcher]:
     """A Watcher probing from a thread and event loop of its own, for code that blocks (a Locust run).
 
     Read its rows once the block has ended: the thread no longer adds to them then.

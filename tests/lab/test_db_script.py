@@ -19,8 +19,13 @@ def empty_database(database_url):
 
 
 def run_db(*args: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "scripts.db", *args], capture_output=True, text=True,
-                          env={"PATH": "", **env}, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "scripts.db", *args],
+        capture_output=True,
+        text=True,
+        env={"PATH": "", **env},
+        timeout=120,
+    )
 
 
 def test_init_loads_the_small_data_set_once(empty_database):

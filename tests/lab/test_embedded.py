@@ -38,8 +38,10 @@ def test_a_broken_embedded_folder_gives_the_fix(tmp_path):
 def test_a_server_started_to_keep_running_outlives_its_users_until_it_is_stopped(tmp_path):
     """What `python -m scripts.db start` does, after a crash say: the server runs until `scripts.db stop`."""
     pgdata = tmp_path / "pgdata"
-    start = ("from pathlib import Path; from ticket_api.embedded import embedded_dsn; "
-             f"embedded_dsn(Path({str(pgdata)!r}), keep_running=True)")
+    start = (
+        "from pathlib import Path; from ticket_api.embedded import embedded_dsn; "
+        f"embedded_dsn(Path({str(pgdata)!r}), keep_running=True)"
+    )
     try:
         subprocess.run([sys.executable, "-c", start], cwd=PROJECT_ROOT, check=True, timeout=120)
         dsn = embedded_dsn(pgdata)  # a user comes and goes: the last one, but the server stays

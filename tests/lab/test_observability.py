@@ -33,8 +33,9 @@ def gauges_while_tickets_wait(url: str, tickets: int) -> dict[str, list[float]]:
 
     with ThreadPoolExecutor(tickets + 1) as pool:
         sampler = pool.submit(sample)
-        statuses = list(pool.map(lambda _: httpx.post(f"{url}/v1/tickets", json=TICKET, timeout=30).status_code,
-                                 range(tickets)))
+        statuses = list(
+            pool.map(lambda _: httpx.post(f"{url}/v1/tickets", json=TICKET, timeout=30).status_code, range(tickets))
+        )
         done.set()
         sampler.result()
     assert statuses == [201] * tickets
@@ -48,8 +49,10 @@ def test_the_watchdog_names_the_do_ai_work_line_in_blocking_mode(make_settings, 
             assert httpx.post(f"{url}/v1/tickets", json=TICKET, timeout=30).status_code == 201
     messages = [r.getMessage() for r in caplog.records if r.name == "ticket_api.watchdog"]
     assert messages
-    assert all(re.search(r"at ticket_api/intake\.py:\d+ in create_ticket\(\): work = do_ai_work\(provider", m)
-               for m in messages), messages
+    assert all(
+        re.search(r"at ticket_api/intake\.py:\d+ in create_ticket\(\): work = do_ai_work\(provider", m)
+        for m in messages
+    ), messages
 
 
 def test_the_watchdog_stays_quiet_in_async_mode(make_settings, caplog):
@@ -82,5 +85,7 @@ def test_metrics_name_how_the_api_waits(make_settings):
     settings = make_settings(intake_mode="blocking", thread_limit=17, db_pool_max_size=6)
     with serve(create_app(settings, FakeProvider(0.01))) as url:
         text = httpx.get(f"{url}/metrics", timeout=5).text
-    assert ('ticket_api_info{db_pool_max_size="6",event_loop="asyncio",intake_mode="blocking",thread_limit="17"} 1.0'
-            in text.splitlines())
+    assert (
+        'ticket_api_info{db_pool_max_size="6",event_loop="asyncio",intake_mode="blocking",thread_limit="17"} 1.0'
+        in text.splitlines()
+    )

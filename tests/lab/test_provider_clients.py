@@ -114,14 +114,20 @@ def slow_upstream():
 def test_waiting_too_long_for_a_pooled_connection_is_an_error_not_a_hang(slow_upstream):
     # The default client (aiohttp's pool). httpx's own pool starts its wait again whenever another
     # request takes the freed connection, so there the calls wait in line, but none forever.
-    settings = load_settings(_env_file=None, provider_url=slow_upstream, provider_async_client="aiohttp",
-                             provider_max_connections=1, provider_timeout_s=0.5)
+    settings = load_settings(
+        _env_file=None,
+        provider_url=slow_upstream,
+        provider_async_client="aiohttp",
+        provider_max_connections=1,
+        provider_timeout_s=0.5,
+    )
     provider = Provider(settings)
 
     async def three_at_once() -> list:
         try:
-            return await asyncio.gather(*(provider.acall("/chat/completions", CHAT) for _ in range(3)),
-                                        return_exceptions=True)
+            return await asyncio.gather(
+                *(provider.acall("/chat/completions", CHAT) for _ in range(3)), return_exceptions=True
+            )
         finally:
             await provider.aclose()
 

@@ -11,8 +11,8 @@ import os
 import re
 import time
 import uuid
+from collections.abc import Iterator
 from types import SimpleNamespace
-from typing import Iterator
 
 import httpx
 import pytest
@@ -47,14 +47,18 @@ def logged_database() -> Iterator[SimpleNamespace]:
     if not settings.database_url:
         logfile = logfile or "log"  # the embedded server's stderr, in its data directory (ticket_api/embedded.py)
     if not superuser or logfile is None or "[%p]" not in prefix:
-        pytest.skip("the server of DATABASE_URL does not let this test read its statement log "
-                    "(it needs a superuser, logging_collector = on and [%p] in log_line_prefix)")
+        pytest.skip(
+            "the server of DATABASE_URL does not let this test read its statement log "
+            "(it needs a superuser, logging_collector = on and [%p] in log_line_prefix)"
+        )
     name = f"lab_queries_{os.getpid()}"
     with temporary_database(server_dsn, name) as url:
         with connect(url, autocommit=True) as conn:
             apply_schema(conn)
-            conn.execute("INSERT INTO customers (id, name, email, plan) VALUES (%s, 'Ada', 'ada@example.com', 'pro')",
-                         (CUSTOMER_ID,))
+            conn.execute(
+                "INSERT INTO customers (id, name, email, plan) VALUES (%s, 'Ada', 'ada@example.com', 'pro')",
+                (CUSTOMER_ID,),
+            )
             conn.execute(f"ALTER DATABASE {name} SET log_statement = 'all'")
         with connect(url, autocommit=True) as marker:  # a session after the ALTER: its statements are logged too
             yield SimpleNamespace(url=url, logfile=logfile, marker=marker)
@@ -62,8 +66,9 @@ def logged_database() -> Iterator[SimpleNamespace]:
 
 def read_log(db: SimpleNamespace, offset: int = 0) -> str:
     """The server log from `offset` on (a superuser may read the files of the data directory)."""
-    data = db.marker.execute("SELECT pg_read_binary_file(%s, %s, (pg_stat_file(%s)).size - %s)",
-                             (db.logfile, offset, db.logfile, offset)).fetchone()[0]
+    data = db.marker.execute(
+        "SELECT pg_read_binary_file(%s, %s, (pg_stat_file(%s)).size - %s)", (db.logfile, offset, db.logfile, offset)
+    ).fetchone()[0]
     return bytes(data).decode(errors="replace")
 
 
@@ -77,8 +82,9 @@ def log_size(db: SimpleNamespace) -> int:
     return db.marker.execute("SELECT (pg_stat_file(%s)).size", (db.logfile,)).fetchone()[0]
 
 
-def request_counted(client: TestClient, db: SimpleNamespace, caplog, method: str, path: str,
-                    **kwargs) -> tuple[httpx.Response, int, list[str]]:
+def request_counted(
+    client: TestClient, db: SimpleNamespace, caplog, method: str, path: str, **kwargs
+) -> tuple[httpx.Response, int, list[str]]:
     """One request: its answer, its `queries=N`, and the statements the server logged for it (`[pid] text`)."""
     request_id = uuid.uuid4().hex[:12]
     start = log_size(db)
@@ -89,19 +95,29 @@ def request_counted(client: TestClient, db: SimpleNamespace, caplog, method: str
     while marker not in (text := read_log(db, start)):
         assert time.monotonic() < deadline, f"the server log never showed the marker {marker!r}"
         time.sleep(0.05)
-    statements = [f"[{found[1]}] {found[2]}" for line in text.splitlines()
-                  if (found := STATEMENT.match(line)) and int(found[1]) != db.marker.info.backend_pid]
-    (queries,) = [int(found[1]) for record in caplog.records if record.name == "ticket_api"
-                  and (found := re.search(rf" queries=(\d+) id={request_id}$", record.getMessage()))]
+    statements = [
+        f"[{found[1]}] {found[2]}"
+        for line in text.splitlines()
+        if (found := STATEMENT.match(line)) and int(found[1]) != db.marker.info.backend_pid
+    ]
+    (queries,) = [
+        int(found[1])
+        for record in caplog.records
+        if record.name == "ticket_api"
+        and (found := re.search(rf" queries=(\d+) id={request_id}$", record.getMessage()))
+    ]
     return answer, queries, statements
 
 
-@pytest.mark.parametrize(("mode", "pool"), [(mode, True) for mode in MODES] + [("async", False)],
-                         ids=[*MODES, "async-without-pool"])
+@pytest.mark.parametrize(
+    ("mode", "pool"), [(mode, True) for mode in MODES] + [("async", False)], ids=[*MODES, "async-without-pool"]
+)
 def test_queries_n_is_what_the_server_logged(logged_database, caplog, mode, pool):
     settings = api_settings(logged_database, intake_mode=mode, db_pool=pool, db_pool_min_size=1)
-    keyed = {"json": {**TICKET, "subject": f"Parcel {uuid.uuid4().hex[:8]}"},
-             "headers": {"Idempotency-Key": f"test-{uuid.uuid4()}"}}
+    keyed = {
+        "json": {**TICKET, "subject": f"Parcel {uuid.uuid4().hex[:8]}"},
+        "headers": {"Idempotency-Key": f"test-{uuid.uuid4()}"},
+    }
     figures = {}
     with TestClient(create_app(settings, FakeProvider(0.0))) as client, caplog.at_level(logging.INFO, "ticket_api"):
 
@@ -129,7 +145,8 @@ def test_a_connection_the_server_closed_is_replaced_and_nothing_extra_is_sent(lo
                WHERE datname = current_database() AND pid <> pg_backend_pid()"""
         ).fetchall()
         assert closed and all(done for (done,) in closed)  # every connection of the API's pool
-        answer, queries, statements = request_counted(client, logged_database, caplog, "POST", "/v1/tickets",
-                                                      json=TICKET)
+        answer, queries, statements = request_counted(
+            client, logged_database, caplog, "POST", "/v1/tickets", json=TICKET
+        )
     assert answer.status_code == 201
     assert queries == len(statements) == NEW_TICKET_QUERIES["async"], statements

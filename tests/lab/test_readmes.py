@@ -66,18 +66,23 @@ def test_every_relative_link_reaches_a_file_and_every_anchor_a_heading(readme):
 
 
 def test_the_anchors_are_those_github_makes():
-    assert {"scriptsstall-against-your-own-api", "8-which-task-runs-next-asyncios-loop-and-uvloop",
-            "the-soak-python--m-scriptssoak"} <= anchors(ROOT / "scripts" / "README.md") | anchors(
-        ROOT / "ticket_api" / "README.md")
+    assert {
+        "scriptsstall-against-your-own-api",
+        "8-which-task-runs-next-asyncios-loop-and-uvloop",
+        "the-soak-python--m-scriptssoak",
+    } <= anchors(ROOT / "scripts" / "README.md") | anchors(ROOT / "ticket_api" / "README.md")
 
 
-@pytest.mark.parametrize("project", [ROOT, ROOT / "snapshots" / "end-of-m01", ROOT / "snapshots" / "end-of-m02"],
-                         ids=["root", "end-of-m01", "end-of-m02"])
+@pytest.mark.parametrize(
+    "project",
+    [ROOT, ROOT / "snapshots" / "end-of-m01", ROOT / "snapshots" / "end-of-m02"],
+    ids=["root", "end-of-m01", "end-of-m02"],
+)
 def test_the_readme_lists_every_setting_with_its_default_and_nothing_else(project):
     settings_class = load_settings_class(project)
     rows = table_rows(project / "README.md")
     assert [variable for variable, _, _ in rows] == [name.upper() for name in settings_class.model_fields]
-    for (variable, shown, meaning), (name, field) in zip(rows, settings_class.model_fields.items()):
+    for (variable, shown, meaning), field in zip(rows, settings_class.model_fields.values(), strict=True):
         default = None if shown == "unset" else TypeAdapter(field.annotation).validate_python(shown)
         assert plain(default) == plain(field.default), f"{variable}: {shown}"
         assert meaning == field.description
@@ -94,4 +99,6 @@ def test_env_example_problems_are_named():
     assert "NOT_A_SETTING is not a setting" in problems
     assert "INTAKE_MODE is missing" in problems
     assert not any("DATABASE_URL" in problem for problem in problems)
-    assert "DATABASE_URL is unset by default: it should be a comment" in env_example_problems("DATABASE_URL=x", Settings)
+    assert "DATABASE_URL is unset by default: it should be a comment" in env_example_problems(
+        "DATABASE_URL=x", Settings
+    )

@@ -71,52 +71,63 @@ def test_a_blank_database_url_means_the_embedded_server(monkeypatch, value):
     assert load_settings().database_url is None
 
 
-@pytest.mark.parametrize(("variable", "value"), [
-    ("PROVIDER_URL", "https://api.example.com/v1/"),
-    ("PROVIDER_URL", "http://[::1]:8100/v1"),
-    ("PROVIDER_URL", "http://localhost/openai/v1"),
-    ("DATABASE_URL", "postgresql://lab@db1:5432,db2:5433/lab"),
-    ("DATABASE_URL", "host=/tmp dbname=lab"),
-    ("PROVIDER_TIMEOUT_S", "0.25"),
-    ("HTTP_MAX_CONNECTIONS", "100000"),
-])
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("PROVIDER_URL", "https://api.example.com/v1/"),
+        ("PROVIDER_URL", "http://[::1]:8100/v1"),
+        ("PROVIDER_URL", "http://localhost/openai/v1"),
+        ("DATABASE_URL", "postgresql://lab@db1:5432,db2:5433/lab"),
+        ("DATABASE_URL", "host=/tmp dbname=lab"),
+        ("PROVIDER_TIMEOUT_S", "0.25"),
+        ("HTTP_MAX_CONNECTIONS", "100000"),
+    ],
+)
 def test_good_values_pass(monkeypatch, variable, value):
     monkeypatch.setenv(variable, value)
     load_settings()
 
 
-@pytest.mark.parametrize(("text", "shown"), [
-    (f"postgresql://lab:{PASSWORD}@db/lab", "postgresql://lab:***@db/lab"),
-    (f"postgresql://lab:p@ss{PASSWORD}@db/lab", "postgresql://lab:***@db/lab"),
-    (f"postgres://:{PASSWORD}@db", "postgres://:***@db"),
-    (f"user=lab password={PASSWORD} host=db", "user=lab password=*** host=db"),
-    (f"user=lab password = '{PASSWORD} with spaces\\' quoted' host=db", "user=lab password = *** host=db"),
-    (f"user=lab password='{PASSWORD}", "user=lab password=***"),
-    (f"postgresql:///lab?password={PASSWORD}&host=/tmp", "postgresql:///lab?password=***&host=/tmp"),
-    ("postgresql://lab@db:5432/lab", "postgresql://lab@db:5432/lab"),
-])
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        (f"postgresql://lab:{PASSWORD}@db/lab", "postgresql://lab:***@db/lab"),
+        (f"postgresql://lab:p@ss{PASSWORD}@db/lab", "postgresql://lab:***@db/lab"),
+        (f"postgres://:{PASSWORD}@db", "postgres://:***@db"),
+        (f"user=lab password={PASSWORD} host=db", "user=lab password=*** host=db"),
+        (f"user=lab password = '{PASSWORD} with spaces\\' quoted' host=db", "user=lab password = *** host=db"),
+        (f"user=lab password='{PASSWORD}", "user=lab password=***"),
+        (f"postgresql:///lab?password={PASSWORD}&host=/tmp", "postgresql:///lab?password=***&host=/tmp"),
+        ("postgresql://lab@db:5432/lab", "postgresql://lab@db:5432/lab"),
+    ],
+)
 def test_hide_password_masks_every_form(text, shown):
     assert hide_password(text) == shown
 
 
 def wait_for_exit(argv: list[str], env: dict[str, str], timeout_s: float = 60) -> tuple[int, str]:
     """Run a command until it exits; its exit code and its output (stdout and stderr)."""
-    result = subprocess.run(argv, cwd=cli.PROJECT_ROOT, env={**os.environ, **env}, capture_output=True, text=True,
-                            timeout=timeout_s)
+    result = subprocess.run(
+        argv, cwd=cli.PROJECT_ROOT, env={**os.environ, **env}, capture_output=True, text=True, timeout=timeout_s
+    )
     return result.returncode, result.stdout + result.stderr
 
 
-@pytest.mark.parametrize(("variable", "value"), [
-    ("PROVIDER_TIMEOUT_S", "inf"),
-    ("DB_POOL_TIMEOUT_S", "inf"),
-    ("PROVIDER_API_KEY", "sk-café"),
-    ("PROVIDER_URL", "http://[::1/v1"),
-    ("DATABASE_URL", f"postgresql+psycopg://lab:{PASSWORD}@127.0.0.1:5432/lab"),
-])
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("PROVIDER_TIMEOUT_S", "inf"),
+        ("DB_POOL_TIMEOUT_S", "inf"),
+        ("PROVIDER_API_KEY", "sk-café"),
+        ("PROVIDER_URL", "http://[::1/v1"),
+        ("DATABASE_URL", f"postgresql+psycopg://lab:{PASSWORD}@127.0.0.1:5432/lab"),
+    ],
+)
 def test_uvicorn_and_scripts_db_stop_on_a_bad_value_with_one_line_and_no_traceback(variable, value):
     port = str(processes.free_port())
-    code, output = wait_for_exit([sys.executable, "-m", "uvicorn", "ticket_api.main:app", "--port", port],
-                                 {variable: value})
+    code, output = wait_for_exit(
+        [sys.executable, "-m", "uvicorn", "ticket_api.main:app", "--port", port], {variable: value}
+    )
     assert code == 3
     lines = [line for line in output.splitlines() if variable in line]
     assert len(lines) == 1 and lines[0].startswith(f"ERROR:    invalid setting {variable}=")
@@ -132,8 +143,14 @@ def test_fastapi_dev_stops_on_a_bad_value_with_one_line(tmp_path):
     argv = [sys.executable, "-m", "fastapi", "dev", "--port", str(port)]
     log = tmp_path / "dev.log"
     with open(log, "wb") as output:
-        process = subprocess.Popen(argv, cwd=cli.PROJECT_ROOT, stdout=output, stderr=subprocess.STDOUT,
-                                   env={**os.environ, "PROVIDER_TIMEOUT_S": "inf"}, **processes.OWN_GROUP)
+        process = subprocess.Popen(
+            argv,
+            cwd=cli.PROJECT_ROOT,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PROVIDER_TIMEOUT_S": "inf"},
+            **processes.OWN_GROUP,
+        )
     try:
         deadline = time.monotonic() + 60
         while "Application startup failed" not in log.read_text():
@@ -144,7 +161,8 @@ def test_fastapi_dev_stops_on_a_bad_value_with_one_line(tmp_path):
     text = log.read_text()
     assert "Traceback" not in text
     assert [line for line in text.splitlines() if "PROVIDER_TIMEOUT_S" in line] == [
-        "ERROR:    invalid setting PROVIDER_TIMEOUT_S='inf': Input should be less than or equal to 3600"]
+        "ERROR:    invalid setting PROVIDER_TIMEOUT_S='inf': Input should be less than or equal to 3600"
+    ]
 
 
 def test_an_unreachable_provider_is_one_warning_and_the_api_starts_anyway(database_url, tmp_path):

@@ -18,8 +18,14 @@ def test_shapes_compare_lists_bounds_and_scaled_bounds():
 
 def test_shapes_compare_inclusive_bounds_and_ranges():
     figures = {"health_answers": 4, "health_median_ms": 1000.0, "total_s": 4.4}
-    assert shape_problems(figures, {"health_answers": "2 to 4", "health_median_ms": ">= 5000 scaled",
-                                    "total_s": "15 to 22 scaled"}, speed=0.2) == []
+    assert (
+        shape_problems(
+            figures,
+            {"health_answers": "2 to 4", "health_median_ms": ">= 5000 scaled", "total_s": "15 to 22 scaled"},
+            speed=0.2,
+        )
+        == []
+    )
     assert shape_problems({"health_answers": 5}, {"health_answers": "2 to 4"}, speed=0.2) == [
         "health_answers is 5, expected 2 to 4"
     ]
@@ -31,7 +37,8 @@ def test_shapes_compare_inclusive_bounds_and_ranges():
 
 
 def test_every_snapshot_and_lesson_keeps_its_promises():
-    result = subprocess.run([sys.executable, "-m", "scripts.snapshots", "check"], cwd=ROOT, capture_output=True,
-                            text=True, timeout=1500)
+    result = subprocess.run(
+        [sys.executable, "-m", "scripts.snapshots", "check"], cwd=ROOT, capture_output=True, text=True, timeout=1500
+    )
     assert result.returncode == 0, result.stdout + result.stderr[-2000:]
     assert result.stdout.strip().endswith("snapshots: all promises hold")

@@ -30,9 +30,17 @@ async def sweep(url: str, path: str, levels: list[int], duration_s: float) -> li
         for concurrency in levels:
             progress(f"  {concurrency} in flight for {duration_s:g} s ...")
             load = await closed_loop([getter(client, path) for client in clients[:concurrency]], duration_s=duration_s)
-            row = {"concurrency": concurrency, "ok": len(load.latencies_ms), "errors": len(load.errors),
-                   "generator_cpu_share": load.cpu_share, "saturated": load.saturated,
-                   "rps": None, "p50": None, "p95": None, "p99": None}
+            row = {
+                "concurrency": concurrency,
+                "ok": len(load.latencies_ms),
+                "errors": len(load.errors),
+                "generator_cpu_share": load.cpu_share,
+                "saturated": load.saturated,
+                "rps": None,
+                "p50": None,
+                "p95": None,
+                "p99": None,
+            }
             if load.latencies_ms and not load.saturated:
                 row.update(rps=load.rps, **{f"p{p}": quantile(load.latencies_ms, p / 100) for p in (50, 95, 99)})
             rows.append(row)
@@ -46,7 +54,7 @@ def find_knee(rows: list[dict]) -> dict | None:
     req/s of a server with room to spare, so a rise of less than a quarter of that is a stop.
     """
     measured = [row for row in rows if row["rps"]]
-    for before, after in zip(measured, measured[1:]):
+    for before, after in zip(measured, measured[1:], strict=False):
         ideal_gain = after["concurrency"] / before["concurrency"] - 1
         gain = after["rps"] / before["rps"] - 1
         if gain < KNEE_SHARE_OF_IDEAL * ideal_gain and after["p99"] > before["p99"] * P99_CLIMB:
@@ -56,32 +64,43 @@ def find_knee(rows: list[dict]) -> dict | None:
 
 def render(path: str, duration_s: float, rows: list[dict], knee: dict | None) -> str:
     """The table, then one line about the knee."""
-    header = (f"{'in flight':>10} {'req/s':>9} {'p50 ms':>9} {'p95 ms':>9} {'p99 ms':>9} {'errors':>7}"
-              f" {'generator CPU':>14}")
+    header = (
+        f"{'in flight':>10} {'req/s':>9} {'p50 ms':>9} {'p95 ms':>9} {'p99 ms':>9} {'errors':>7} {'generator CPU':>14}"
+    )
     lines = [f"GET {path}, {duration_s:g} s per level", header]
     for row in rows:
         rps = "-" if row["rps"] is None else f"{row['rps']:.1f}"
         cpu = f"{row['generator_cpu_share']:.0%}" + (" saturated" if row["saturated"] else "")
-        lines.append(f"{row['concurrency']:>10} {rps:>9} {fmt_ms(row['p50']):>9} {fmt_ms(row['p95']):>9} "
-                     f"{fmt_ms(row['p99']):>9} {row['errors']:>7} {cpu:>14}")
+        lines.append(
+            f"{row['concurrency']:>10} {rps:>9} {fmt_ms(row['p50']):>9} {fmt_ms(row['p95']):>9} "
+            f"{fmt_ms(row['p99']):>9} {row['errors']:>7} {cpu:>14}"
+        )
     if knee is None:
         top = max((row["concurrency"] for row in rows if row["rps"]), default=0)
         lines.append(f"no knee up to {top} in flight: req/s rose at every measured level; try higher levels")
     else:
-        lines.append(f"knee: {knee['concurrency']} in flight, {knee['rps']:.1f} req/s, p99 {fmt_ms(knee['p99'])} ms"
-                     f" (serve at about {0.6 * knee['rps']:.0f}-{0.7 * knee['rps']:.0f} req/s, 60-70% of it)")
+        lines.append(
+            f"knee: {knee['concurrency']} in flight, {knee['rps']:.1f} req/s, p99 {fmt_ms(knee['p99'])} ms"
+            f" (serve at about {0.6 * knee['rps']:.0f}-{0.7 * knee['rps']:.0f} req/s, 60-70% of it)"
+        )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Parse the command line, sweep, print; exit code 1 if any request failed."""
     parser = argparse.ArgumentParser(
-        prog="python -m scripts.sweep", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+        prog="python -m scripts.sweep",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=EXIT_CODES,
     )
     parser.add_argument("path", type=route_path, help="the route to load, e.g. /lab/sleep/def")
-    parser.add_argument("--concurrency", type=parse_levels, default=[1, 8, 24, 64],
-                        help="comma-separated levels of requests in flight (default 1,8,24,64)")
+    parser.add_argument(
+        "--concurrency",
+        type=parse_levels,
+        default=[1, 8, 24, 64],
+        help="comma-separated levels of requests in flight (default 1,8,24,64)",
+    )
     parser.add_argument("--duration", type=positive_float, default=5.0, help="seconds per level (default 5)")
     parser.add_argument("--url", default=DEFAULT_URL, help=f"the API's address (default {DEFAULT_URL})")
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
@@ -92,15 +111,18 @@ def main(argv: list[str] | None = None) -> int:
     rows = asyncio.run(sweep(args.url, args.path, levels, args.duration))
     knee = find_knee(rows)
     if args.json:
-        print(json.dumps({"url": args.url, "path": args.path, "duration_s": args.duration, "levels": rows,
-                          "knee": knee}))
+        print(
+            json.dumps({"url": args.url, "path": args.path, "duration_s": args.duration, "levels": rows, "knee": knee})
+        )
     else:
         print(render(args.path, args.duration, rows, knee))
     for row in rows:
         if row["saturated"]:
             share = row["generator_cpu_share"]
-            progress(f"warning: at {row['concurrency']} in flight this generator used {share:.0%}"
-                     " of a core, so it measured itself: no figure (run a second generator, or lower the level)")
+            progress(
+                f"warning: at {row['concurrency']} in flight this generator used {share:.0%}"
+                " of a core, so it measured itself: no figure (run a second generator, or lower the level)"
+            )
     return 1 if any(row["errors"] for row in rows) else 0
 
 

@@ -47,8 +47,11 @@ def check_admin(sim: Simulation, request: Request) -> None:
 
 def quota_state(sim: Simulation) -> dict:
     """What GET /admin/quota shows."""
-    return {"requests_per_minute": sim.quota.requests_per_minute, "enabled": sim.quota.enabled,
-            "window_s": sim.quota.window_s}
+    return {
+        "requests_per_minute": sim.quota.requests_per_minute,
+        "enabled": sim.quota.enabled,
+        "window_s": sim.quota.window_s,
+    }
 
 
 async def get_quota(sim: Simulation, request: Request) -> None:
@@ -78,5 +81,12 @@ async def reset_quota(sim: Simulation, request: Request) -> None:
 async def get_stats(sim: Simulation, request: Request) -> None:
     """GET /admin/stats: calls under way now, and the quota left to the key that used most of it (null while off)."""
     check_admin(sim, request)
-    await send_json(request.send, 200, {"in_flight": sim.in_flight, "quota_limit": sim.quota.requests_per_minute,
-                                        "quota_remaining": sim.quota.lowest_remaining()})
+    await send_json(
+        request.send,
+        200,
+        {
+            "in_flight": sim.in_flight,
+            "quota_limit": sim.quota.requests_per_minute,
+            "quota_remaining": sim.quota.lowest_remaining(),
+        },
+    )

@@ -67,11 +67,13 @@ class Request:
 async def send_json(send, status: int, payload, headers: list | tuple = ()) -> None:
     """Send a complete JSON response; the payload may be already-serialised bytes."""
     body = payload if isinstance(payload, bytes) else orjson.dumps(payload)
-    await send({
-        "type": "http.response.start",
-        "status": status,
-        "headers": [JSON_CONTENT_TYPE, (b"content-length", str(len(body)).encode()), *headers],
-    })
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [JSON_CONTENT_TYPE, (b"content-length", str(len(body)).encode()), *headers],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 

@@ -47,6 +47,7 @@ def forced_fault(header_value: str | None) -> str | None:
         return None
     fault = header_value.strip().lower()
     if fault not in FAULTS:
-        raise InvalidRequest(f"X-Sim-Fault must be one of {', '.join(FAULTS)}, not {header_value!r}.",
-                             param="X-Sim-Fault")
+        raise InvalidRequest(
+            f"X-Sim-Fault must be one of {', '.join(FAULTS)}, not {header_value!r}.", param="X-Sim-Fault"
+        )
     return fault

@@ -34,8 +34,9 @@ def generate_recording(seed: int = DEFAULT_SEED, calls_per_operation: int = DEFA
     if calls_per_operation < 1 or calls_per_operation % 2 == 0:
         raise ValueError("calls_per_operation must be odd, so that the median is one recorded call")
     rng = random.Random(seed)
-    latencies = {operation: scaled_latencies(rng, MEDIAN_MS[operation], calls_per_operation)
-                 for operation in OPERATIONS}
+    latencies = {
+        operation: scaled_latencies(rng, MEDIAN_MS[operation], calls_per_operation) for operation in OPERATIONS
+    }
     lines: list[dict] = [meta_line(seed, calls_per_operation)]
     for index in range(calls_per_operation):
         for operation in OPERATIONS:
@@ -54,8 +55,14 @@ def scaled_latencies(rng: random.Random, median_ms: float, count: int) -> list[f
 def call_line(rng: random.Random, operation: str, latency_ms: float) -> dict:
     """One recorded call with plausible token counts (and a time to first token for chat)."""
     if operation == "embed":
-        return {"operation": "embed", "endpoint": "embeddings", "model": EMBEDDING_MODEL, "latency_ms": latency_ms,
-                "prompt_tokens": rng.randint(40, 160), "completion_tokens": 0}
+        return {
+            "operation": "embed",
+            "endpoint": "embeddings",
+            "model": EMBEDDING_MODEL,
+            "latency_ms": latency_ms,
+            "prompt_tokens": rng.randint(40, 160),
+            "completion_tokens": 0,
+        }
     ttft_ms = round(latency_ms * rng.uniform(*TTFT_SHARE), 1)
     if operation == "classify":
         prompt_tokens, completion_tokens = rng.randint(180, 320), rng.randint(12, 20)
@@ -63,8 +70,15 @@ def call_line(rng: random.Random, operation: str, latency_ms: float) -> dict:
         # A draft's length drives its time: tokens arrive at a steady pace after the first one.
         prompt_tokens = rng.randint(220, 420)
         completion_tokens = max(20, round((latency_ms - ttft_ms) / DRAFT_MS_PER_TOKEN))
-    return {"operation": operation, "endpoint": "chat", "model": CHAT_MODEL, "latency_ms": latency_ms,
-            "ttft_ms": ttft_ms, "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
+    return {
+        "operation": operation,
+        "endpoint": "chat",
+        "model": CHAT_MODEL,
+        "latency_ms": latency_ms,
+        "ttft_ms": ttft_ms,
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+    }
 
 
 def meta_line(seed: int, calls_per_operation: int) -> dict:
@@ -91,13 +105,16 @@ def render(lines: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Write (or --check) the generated recording."""
     parser = cli.OneLineParser(prog="python -m simulator.generate", description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=BUNDLED_RECORDING,
-                        help="file to write (default: the bundled course.jsonl)")
+    parser.add_argument(
+        "--out", type=Path, default=BUNDLED_RECORDING, help="file to write (default: the bundled course.jsonl)"
+    )
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"random seed (default {DEFAULT_SEED})")
-    parser.add_argument("--calls", type=int, default=DEFAULT_CALLS,
-                        help=f"calls per operation, odd (default {DEFAULT_CALLS})")
-    parser.add_argument("--check", action="store_true",
-                        help="write nothing; exit 1 if --out differs from what would be written")
+    parser.add_argument(
+        "--calls", type=int, default=DEFAULT_CALLS, help=f"calls per operation, odd (default {DEFAULT_CALLS})"
+    )
+    parser.add_argument(
+        "--check", action="store_true", help="write nothing; exit 1 if --out differs from what would be written"
+    )
     args = parser.parse_args(argv)
     try:
         text = render(generate_recording(args.seed, args.calls))

@@ -62,14 +62,22 @@ async def read_response(reader: asyncio.StreamReader, capture: bytes = b"x-sim-d
         if line.startswith(b"content-length:"):
             length = int(line[15:])
         elif line.startswith(prefix):
-            captured = line[len(prefix):].strip().decode()
+            captured = line[len(prefix) :].strip().decode()
     if length:
         await reader.readexactly(length)
     return status, captured
 
 
-async def drive_connection(host: str, port: int, requests: list[bytes], offset: int, start_at: float,
-                           deadline: float, calls: list, capture: bytes = b"x-sim-delay-ms") -> None:
+async def drive_connection(
+    host: str,
+    port: int,
+    requests: list[bytes],
+    offset: int,
+    start_at: float,
+    deadline: float,
+    calls: list,
+    capture: bytes = b"x-sim-delay-ms",
+) -> None:
     """From `start_at`, send requests back to back on one keep-alive connection until the deadline.
 
     Each call is kept as (start, end, status, value of the `capture` header).
@@ -89,8 +97,9 @@ async def drive_connection(host: str, port: int, requests: list[bytes], offset: 
         writer.close()
 
 
-async def probe_health(host: str, port: int, start_at: float, deadline: float, interval_s: float,
-                       timings_ms: list) -> None:
+async def probe_health(
+    host: str, port: int, start_at: float, deadline: float, interval_s: float, timings_ms: list
+) -> None:
     """From `start_at`, ask GET /health every interval until the deadline and keep each answer's time."""
     await asyncio.sleep(start_at - time.monotonic())
     reader, writer = await asyncio.open_connection(host, port)
@@ -106,9 +115,16 @@ async def probe_health(host: str, port: int, start_at: float, deadline: float, i
         writer.close()
 
 
-async def run_load(host: str, port: int, connections: int, duration_s: float, health_interval_s: float,
-                   ramp_s: float = 0.0, requests: list[bytes] | None = None,
-                   capture: bytes = b"x-sim-delay-ms") -> dict:
+async def run_load(
+    host: str,
+    port: int,
+    connections: int,
+    duration_s: float,
+    health_interval_s: float,
+    ramp_s: float = 0.0,
+    requests: list[bytes] | None = None,
+    capture: bytes = b"x-sim-delay-ms",
+) -> dict:
     """Drive `connections` connections for `duration_s` seconds; return the raw measurements.
 
     Connections start evenly spread over the first `ramp_s` seconds, as real clients do; calls
@@ -120,14 +136,21 @@ async def run_load(host: str, port: int, connections: int, duration_s: float, he
     health_ms: list = []
     started = time.monotonic()
     deadline = started + ramp_s + duration_s
-    jobs = [drive_connection(host, port, requests, i, started + ramp_s * i / connections, deadline, calls, capture)
-            for i in range(connections)]
+    jobs = [
+        drive_connection(host, port, requests, i, started + ramp_s * i / connections, deadline, calls, capture)
+        for i in range(connections)
+    ]
     if health_interval_s > 0:
         jobs.append(probe_health(host, port, started + ramp_s, deadline, health_interval_s, health_ms))
     results = await asyncio.gather(*jobs, return_exceptions=True)
     errors = [repr(result) for result in results if isinstance(result, BaseException)]
-    return {"calls": calls, "measure_from": started + ramp_s, "health_ms": health_ms, "errors": errors[:5],
-            "error_count": len(errors)}
+    return {
+        "calls": calls,
+        "measure_from": started + ramp_s,
+        "health_ms": health_ms,
+        "errors": errors[:5],
+        "error_count": len(errors),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -138,14 +161,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--connections", type=int, default=50, help="keep-alive connections (default 50)")
     parser.add_argument("--duration", type=float, default=5.0, help="seconds of load after the ramp (default 5)")
     parser.add_argument("--ramp", type=float, default=0.0, help="seconds over which connections start (default 0)")
-    parser.add_argument("--health-interval", type=float, default=0.0,
-                        help="also probe /health every S seconds (0: off)")
+    parser.add_argument(
+        "--health-interval", type=float, default=0.0, help="also probe /health every S seconds (0: off)"
+    )
     parser.add_argument("--out", type=Path, help="write the JSON to this file instead of stdout")
     args = parser.parse_args(argv)
     if args.connections < 1 or args.duration <= 0 or args.ramp < 0:
         parser.error("--connections must be >= 1, --duration > 0 and --ramp >= 0")
-    result = run_loop(run_load(args.host, args.port, args.connections, args.duration, args.health_interval,
-                                 args.ramp))
+    result = run_loop(run_load(args.host, args.port, args.connections, args.duration, args.health_interval, args.ramp))
     text = json.dumps(result) + "\n"
     if args.out is None:
         sys.stdout.write(text)

@@ -34,8 +34,14 @@ class Recorder:
         is_new = not path.exists() or path.stat().st_size == 0
         self._file = path.open("a", encoding="utf-8")
         if is_new:
-            self.append({"kind": "meta", "source": "recorded", "upstream": public_url(upstream_url),
-                         "started_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")})
+            self.append(
+                {
+                    "kind": "meta",
+                    "source": "recorded",
+                    "upstream": public_url(upstream_url),
+                    "started_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+                }
+            )
 
     def append(self, line: dict) -> None:
         """Write one line and flush it, so a stopped proxy loses nothing."""
@@ -85,8 +91,9 @@ class RecordingProxy:
 
     async def forward_plain(self, request: Request) -> None:
         """Forward a GET without recording it."""
-        response = await self.client.get(self.upstream_url + request.path[len("/v1"):],
-                                         headers=self.upstream_headers(request))
+        response = await self.client.get(
+            self.upstream_url + request.path[len("/v1") :], headers=self.upstream_headers(request)
+        )
         await send_answer(request, response.status_code, response.content, passed_headers(response))
 
     async def forward_call(self, request: Request) -> None:
@@ -95,9 +102,12 @@ class RecordingProxy:
         body = parse_json_object(raw_body)
         is_chat = request.path.endswith("/chat/completions")
         operation = chat_operation(body, request.headers.get(b"x-sim-operation")) if is_chat else "embed"
-        url = self.upstream_url + request.path[len("/v1"):]
-        line = {"operation": operation, "endpoint": "chat" if is_chat else "embeddings",
-                "model": body.get("model") if isinstance(body.get("model"), str) else "unknown"}
+        url = self.upstream_url + request.path[len("/v1") :]
+        line = {
+            "operation": operation,
+            "endpoint": "chat" if is_chat else "embeddings",
+            "model": body.get("model") if isinstance(body.get("model"), str) else "unknown",
+        }
         started = time.perf_counter()
         # The body goes on unchanged: providers ignore metadata.operation, and a simulator upstream needs it.
         upstream = self.client.build_request("POST", url, content=raw_body, headers=self.upstream_headers(request))
@@ -161,8 +171,10 @@ def answer_usage(content: bytes) -> dict:
 
 def token_counts(usage: dict) -> dict:
     """prompt_tokens and completion_tokens of a usage object, 0 where missing (embeddings have no completion)."""
-    return {name: value if isinstance(value := usage.get(name), int) and value >= 0 else 0
-            for name in ("prompt_tokens", "completion_tokens")}
+    return {
+        name: value if isinstance(value := usage.get(name), int) and value >= 0 else 0
+        for name in ("prompt_tokens", "completion_tokens")
+    }
 
 
 def public_url(url: str) -> str:
@@ -174,15 +186,21 @@ def public_url(url: str) -> str:
 
 async def send_answer(request: Request, status: int, body: bytes, headers: list) -> None:
     """Send the upstream's complete answer with its own headers."""
-    await request.send({"type": "http.response.start", "status": status,
-                        "headers": [*headers, (b"content-length", str(len(body)).encode())]})
+    await request.send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [*headers, (b"content-length", str(len(body)).encode())],
+        }
+    )
     await request.send({"type": "http.response.body", "body": body})
 
 
 def passed_headers(response: httpx.Response) -> list:
     """The upstream's response headers the client should see (rate limits, content type, ...)."""
-    return [(name.encode(), value.encode()) for name, value in response.headers.items()
-            if name.lower() not in HOP_HEADERS]
+    return [
+        (name.encode(), value.encode()) for name, value in response.headers.items() if name.lower() not in HOP_HEADERS
+    ]
 
 
 def elapsed_ms(started: float) -> float:
@@ -192,13 +210,17 @@ def elapsed_ms(started: float) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     """Start the recording proxy."""
-    parser = cli.OneLineParser(prog="python -m simulator.record", description=__doc__.splitlines()[0],
-                               epilog="Environment: SIM_UPSTREAM_URL (required, e.g. https://api.openai.com/v1), "
-                               "SIM_UPSTREAM_API_KEY or OPENAI_API_KEY (never printed).")
+    parser = cli.OneLineParser(
+        prog="python -m simulator.record",
+        description=__doc__.splitlines()[0],
+        epilog="Environment: SIM_UPSTREAM_URL (required, e.g. https://api.openai.com/v1), "
+        "SIM_UPSTREAM_API_KEY or OPENAI_API_KEY (never printed).",
+    )
     parser.add_argument("--out", type=Path, required=True, help="JSON Lines file to append the recorded calls to")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    parser.add_argument("--port", type=cli.port_number, default=8100,
-                        help="port to listen on (default 8100; 0: any free)")
+    parser.add_argument(
+        "--port", type=cli.port_number, default=8100, help="port to listen on (default 8100; 0: any free)"
+    )
     parser.add_argument("--log-level", default="warning", choices=("critical", "error", "warning", "info", "debug"))
     args = parser.parse_args(argv)
     upstream_url = os.environ.get("SIM_UPSTREAM_URL", "")
@@ -211,8 +233,11 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as error:
         cli.fail(parser.prog, f"{error.filename or f'{args.host}:{args.port}'}: {error.strerror or error}")
     key_source = "from the environment" if api_key else "the client's own"
-    print(f"simulator.record: proxying http://{args.host}:{server.bound_port(sock)}/v1 -> {public_url(upstream_url)}"
-          f" (key: {key_source}), appending to {args.out}", flush=True)
+    print(
+        f"simulator.record: proxying http://{args.host}:{server.bound_port(sock)}/v1 -> {public_url(upstream_url)}"
+        f" (key: {key_source}), appending to {args.out}",
+        flush=True,
+    )
     server.run(RecordingProxy(upstream_url, api_key, recorder), sock, args.log_level, access_log=False)
     print("simulator.record: stopped", flush=True)
     return cli.EXIT_OK

@@ -22,7 +22,7 @@ def split_content(text: str, pieces: int = MAX_CONTENT_CHUNKS) -> list[str]:
     """Cut the text into at most `pieces` consecutive parts at word boundaries; joined, they give the text back."""
     words = PIECE.findall(text) or [""]
     count = min(pieces, len(words))
-    return ["".join(words[len(words) * i // count:len(words) * (i + 1) // count]) for i in range(count)]
+    return ["".join(words[len(words) * i // count : len(words) * (i + 1) // count]) for i in range(count)]
 
 
 def event(payload: dict) -> bytes:
@@ -35,8 +35,9 @@ def chunk(base: dict, delta: dict, finish_reason: str | None = None) -> bytes:
     return event({**base, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}]})
 
 
-async def stream_answer(send, watch: ClientWatch, started: float, wait: Wait, base: dict, content: str,
-                        usage: dict | None, headers: list) -> bool:
+async def stream_answer(
+    send, watch: ClientWatch, started: float, wait: Wait, base: dict, content: str, usage: dict | None, headers: list
+) -> bool:
     """Send the answer as SSE: first piece wait.ttft_s after `started`, the rest paced evenly up to wait.total_s.
 
     Returns False if the wait for the first token was cut short (nothing sent); a stream cut
@@ -46,8 +47,13 @@ async def stream_answer(send, watch: ClientWatch, started: float, wait: Wait, ba
         return False
     pieces = split_content(content)
     await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS + headers})
-    await send({"type": "http.response.body", "body": chunk(base, {"role": "assistant", "content": pieces[0]}),
-                "more_body": True})
+    await send(
+        {
+            "type": "http.response.body",
+            "body": chunk(base, {"role": "assistant", "content": pieces[0]}),
+            "more_body": True,
+        }
+    )
     gap_s = (wait.total_s - wait.ttft_s) / max(1, len(pieces) - 1)
     for number, piece in enumerate(pieces[1:], start=1):
         # Each piece has a fixed moment from the start, so small sleep overruns do not add up.

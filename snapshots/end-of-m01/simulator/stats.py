@@ -25,14 +25,16 @@ def operation_figures(recording: Recording) -> list[dict]:
     for operation in OPERATIONS:
         latencies = [call.latency_ms for call in recording.calls[operation]]
         ttfts = [call.ttft_ms for call in recording.calls[operation] if call.ttft_ms is not None]
-        rows.append({
-            "operation": operation,
-            "count": len(latencies),
-            "p50_ms": round(percentile(latencies, 0.50), 1),
-            "p95_ms": round(percentile(latencies, 0.95), 1),
-            "p99_ms": round(percentile(latencies, 0.99), 1),
-            "ttft_p50_ms": round(percentile(ttfts, 0.50), 1) if ttfts else None,
-        })
+        rows.append(
+            {
+                "operation": operation,
+                "count": len(latencies),
+                "p50_ms": round(percentile(latencies, 0.50), 1),
+                "p95_ms": round(percentile(latencies, 0.95), 1),
+                "p99_ms": round(percentile(latencies, 0.99), 1),
+                "ttft_p50_ms": round(percentile(ttfts, 0.50), 1) if ttfts else None,
+            }
+        )
     return rows
 
 

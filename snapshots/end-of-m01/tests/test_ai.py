@@ -5,11 +5,22 @@ import json
 import pytest
 
 from tests.fakes import FakeProvider
-from ticket_api.ai import CATEGORIES, PRIORITIES, classify_request, do_ai_work, draft_request, embed_request, read_answers
+from ticket_api.ai import (
+    CATEGORIES,
+    PRIORITIES,
+    classify_request,
+    do_ai_work,
+    draft_request,
+    embed_request,
+    read_answers,
+)
 from ticket_api.errors import ProviderUnavailable
 from ticket_api.timing import Timer
 
-CLASSIFIED = {"model": "gpt-4o-mini", "choices": [{"message": {"content": json.dumps({"category": "billing", "priority": "high"})}}]}
+CLASSIFIED = {
+    "model": "gpt-4o-mini",
+    "choices": [{"message": {"content": json.dumps({"category": "billing", "priority": "high"})}}],
+}
 DRAFTED = {"model": "gpt-4o-mini", "choices": [{"message": {"content": " Hello, we refund you. "}}]}
 EMBEDDED = {"model": "text-embedding-3-small", "data": [{"embedding": [0.0625] * 256}]}
 

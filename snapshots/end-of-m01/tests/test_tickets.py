@@ -123,9 +123,13 @@ def test_a_customers_tickets_come_in_pages_oldest_first(client, customer_id):
     first = client.get("/v1/tickets", params={"customer_id": customer_id, "limit": 2}).json()
     assert [t["id"] for t in first["tickets"]] == ids[:2]
     assert first["next_after"] == ids[1]
-    second = client.get("/v1/tickets", params={"customer_id": customer_id, "limit": 2, "after": first["next_after"]}).json()
+    second = client.get(
+        "/v1/tickets", params={"customer_id": customer_id, "limit": 2, "after": first["next_after"]}
+    ).json()
     assert [t["id"] for t in second["tickets"]] == ids[2:4]
-    last = client.get("/v1/tickets", params={"customer_id": customer_id, "limit": 2, "after": second["next_after"]}).json()
+    last = client.get(
+        "/v1/tickets", params={"customer_id": customer_id, "limit": 2, "after": second["next_after"]}
+    ).json()
     assert [t["id"] for t in last["tickets"]] == ids[4:]
     assert last["next_after"] is None
 
@@ -134,8 +138,16 @@ def test_a_customer_without_tickets_gets_an_empty_page(client, customer_id):
     assert client.get("/v1/tickets", params={"customer_id": customer_id}).json() == {"tickets": [], "next_after": None}
 
 
-@pytest.mark.parametrize("params", [{}, {"customer_id": 1, "limit": 0}, {"customer_id": 1, "limit": 101},
-                                    {"customer_id": 1, "after": -1}, {"customer_id": "x"}])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {},
+        {"customer_id": 1, "limit": 0},
+        {"customer_id": 1, "limit": 101},
+        {"customer_id": 1, "after": -1},
+        {"customer_id": "x"},
+    ],
+)
 def test_bad_paging_parameters_get_422(client, params):
     assert client.get("/v1/tickets", params=params).status_code == 422
 

@@ -141,7 +141,9 @@ class Database:
         with connect(self.dsn) as conn:
             found = conn.execute("SELECT to_regclass('tickets') IS NOT NULL").fetchone()
         if not found or not found[0]:
-            raise StartupError(f"the database ({shown_dsn(self.dsn)}) has no lab tables: run `python -m scripts.db init`")
+            raise StartupError(
+                f"the database ({shown_dsn(self.dsn)}) has no lab tables: run `python -m scripts.db init`"
+            )
         if self.pool is not None:
             try:
                 self.pool.open(wait=True, timeout=self.timeout_s + CONNECT_TIMEOUT_S)

@@ -32,8 +32,12 @@ async def get_timer() -> Timer:
 
 IdempotencyKey = Annotated[
     str | None,
-    Header(min_length=1, max_length=255, pattern=r"^[\x21-\x7e]+$",
-           description="Send the same key again to get the first ticket back instead of a second one."),
+    Header(
+        min_length=1,
+        max_length=255,
+        pattern=r"^[\x21-\x7e]+$",
+        description="Send the same key again to get the first ticket back instead of a second one.",
+    ),
 ]
 
 

@@ -10,8 +10,7 @@ from ticket_api.repository import create_in_one_transaction, find_earlier_ticket
 router = APIRouter()
 
 
-@router.post("/v1/tickets", status_code=201, response_model=Ticket,
-             responses=documented(404, 413, 422, 502, 503, 504))
+@router.post("/v1/tickets", status_code=201, response_model=Ticket, responses=documented(404, 413, 422, 502, 503, 504))
 def create_ticket(new: NewTicketDep, db: DbDep, provider: ProviderDep, timer: TimerDep) -> Ticket:
     """Create a ticket: check the customer, do the AI work, save the ticket with its results."""
     if new.idempotency_key is not None:

@@ -107,5 +107,8 @@ async def warn_if_unreachable(provider_url: str) -> None:
         _, writer = await asyncio.wait_for(asyncio.open_connection(address.hostname, port), REACH_TIMEOUT_S)
         writer.close()
     except (TimeoutError, OSError) as exc:
-        log.warning("the AI provider at %s does not answer (%s): tickets get 502 ai_unavailable until it does",
-                    provider_url, describe(exc) if str(exc) else "no connection within 1 s")
+        log.warning(
+            "the AI provider at %s does not answer (%s): tickets get 502 ai_unavailable until it does",
+            provider_url,
+            describe(exc) if str(exc) else "no connection within 1 s",
+        )

@@ -55,29 +55,33 @@ def render(result: dict) -> str:
     errors = str(result["errors"])
     if result["error_kinds"]:
         errors += " (" + ", ".join(f"{kind} x{count}" for kind, count in result["error_kinds"].items()) + ")"
-    return "\n".join([
-        f"GET {result['path']}: {result['requests']} requests, {result['concurrency']} at a time",
-        f"  wall {result['wall_s']:.2f} s   ok {result['ok']}   errors {errors}   {result['rps']:.1f} req/s"
-        f"   p50 {fmt_ms(latency['p50'])} ms   p99 {fmt_ms(latency['p99'])} ms"
-        + (f"   (in the API: p50 {fmt_ms(server['p50'])} ms)" if server["count"] else ""),
-        f"GET /health every {result['health_interval_s'] * 1000:.0f} ms meanwhile: {health['count']} samples"
-        f"   p50 {fmt_ms(health['p50'])} ms   p95 {fmt_ms(health['p95'])} ms   max {fmt_ms(health['max'])} ms",
-    ])
+    return "\n".join(
+        [
+            f"GET {result['path']}: {result['requests']} requests, {result['concurrency']} at a time",
+            f"  wall {result['wall_s']:.2f} s   ok {result['ok']}   errors {errors}   {result['rps']:.1f} req/s"
+            f"   p50 {fmt_ms(latency['p50'])} ms   p99 {fmt_ms(latency['p99'])} ms"
+            + (f"   (in the API: p50 {fmt_ms(server['p50'])} ms)" if server["count"] else ""),
+            f"GET /health every {result['health_interval_s'] * 1000:.0f} ms meanwhile: {health['count']} samples"
+            f"   p50 {fmt_ms(health['p50'])} ms   p95 {fmt_ms(health['p95'])} ms   max {fmt_ms(health['max'])} ms",
+        ]
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     """Parse the command line, measure, print; exit code 1 if any request failed."""
     parser = argparse.ArgumentParser(
-        prog="python -m scripts.probe", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+        prog="python -m scripts.probe",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=EXIT_CODES,
     )
     parser.add_argument("path", type=route_path, help="the route to load, e.g. /lab/sleep/async-blocking")
-    parser.add_argument("--concurrency", type=positive_int, default=10,
-                        help="requests in flight at once (default 10)")
+    parser.add_argument("--concurrency", type=positive_int, default=10, help="requests in flight at once (default 10)")
     parser.add_argument("--requests", type=positive_int, default=100, help="requests in all (default 100)")
     parser.add_argument("--url", default=DEFAULT_URL, help=f"the API's address (default {DEFAULT_URL})")
-    parser.add_argument("--interval", type=positive_float, default=0.05,
-                        help="seconds between two /health probes (default 0.05)")
+    parser.add_argument(
+        "--interval", type=positive_float, default=0.05, help="seconds between two /health probes (default 0.05)"
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     args = parser.parse_args(argv)
 
@@ -85,8 +89,10 @@ def main(argv: list[str] | None = None) -> int:
     result = asyncio.run(measure(args.url, args.path, args.concurrency, args.requests, args.interval))
     print(json.dumps(result) if args.json else render(result))
     if result["generator_saturated"]:
-        progress(f"warning: this generator used {result['generator_cpu_share']:.0%} of a core: "
-                 "it may be the limit, not the API (try a lower --concurrency)")
+        progress(
+            f"warning: this generator used {result['generator_cpu_share']:.0%} of a core: "
+            "it may be the limit, not the API (try a lower --concurrency)"
+        )
     return 1 if result["errors"] else 0
 
 

@@ -73,8 +73,9 @@ class SimulatorApp:
         handler = methods.get(request.method)
         if handler is None:
             allow = ", ".join(methods).encode()
-            raise MethodNotAllowed(f"Method {request.method} is not allowed on {request.path}.",
-                                   headers=[(b"allow", allow)])
+            raise MethodNotAllowed(
+                f"Method {request.method} is not allowed on {request.path}.", headers=[(b"allow", allow)]
+            )
         return handler
 
 

@@ -64,8 +64,9 @@ class Processes:
 
 def start_server(processes: Processes, module: str, *flags: str) -> int:
     """Start `python -m module` (the simulator or the reference) on a free loopback port; return the port."""
-    process = processes.start(["-m", module, "--host", "127.0.0.1", "--port", "0", *flags],
-                              stdout=subprocess.PIPE, text=True)
+    process = processes.start(
+        ["-m", module, "--host", "127.0.0.1", "--port", "0", *flags], stdout=subprocess.PIPE, text=True
+    )
     assert process.stdout is not None  # stdout=PIPE
     line = process.stdout.readline()  # the one start-up line names the port
     if "serving http://" not in line:
@@ -78,8 +79,15 @@ def start_simulator(processes: Processes, *flags: str) -> int:
     return start_server(processes, "simulator", "--quota", "0", *flags)
 
 
-def run_load(processes: Processes, port: int, workers: int, connections: int, duration_s: float,
-             ramp_s: float = 0.0, health_interval_s: float = 0.0) -> dict:
+def run_load(
+    processes: Processes,
+    port: int,
+    workers: int,
+    connections: int,
+    duration_s: float,
+    ramp_s: float = 0.0,
+    health_interval_s: float = 0.0,
+) -> dict:
     """Run `workers` load-generator processes at once and merge what they measured.
 
     `calls` holds every call; `measured` only those started after the ramp-up.
@@ -89,8 +97,20 @@ def run_load(processes: Processes, port: int, workers: int, connections: int, du
         started = []
         for worker in range(workers):
             out = Path(folder) / f"worker-{worker}.json"
-            args = ["-m", "simulator.loadgen", "--port", str(port), "--connections", str(connections),
-                    "--duration", str(duration_s), "--ramp", str(ramp_s), "--out", str(out)]
+            args = [
+                "-m",
+                "simulator.loadgen",
+                "--port",
+                str(port),
+                "--connections",
+                str(connections),
+                "--duration",
+                str(duration_s),
+                "--ramp",
+                str(ramp_s),
+                "--out",
+                str(out),
+            ]
             if worker == 0 and health_interval_s:
                 args += ["--health-interval", str(health_interval_s)]
             started.append((processes.start(args), out))
@@ -135,8 +155,10 @@ def event_loop() -> str:
 def embed_text_cost_ms(texts: int = 2000, words: int = 60, dimensions: int = 256) -> float:
     """Mean milliseconds of embed_text on 60-word texts of never-seen words (its cache cannot help)."""
     rng = random.Random(0)
-    corpus = [" ".join("".join(rng.choices(string.ascii_lowercase, k=rng.randint(3, 9))) for _ in range(words))
-              for _ in range(texts)]
+    corpus = [
+        " ".join("".join(rng.choices(string.ascii_lowercase, k=rng.randint(3, 9))) for _ in range(words))
+        for _ in range(texts)
+    ]
     started = time.perf_counter()
     for text in corpus:
         embed_text(text, dimensions)
@@ -146,48 +168,85 @@ def embed_text_cost_ms(texts: int = 2000, words: int = 60, dimensions: int = 256
 def added_delays_ms(processes: Processes, port: int, duration_s: float) -> list[float]:
     """Each call's client-side time minus the delay the server says it applied, with 500 calls in flight."""
     load = run_load(processes, port, workers=2, connections=250, duration_s=duration_s, ramp_s=2.0)
-    return [(end - start) * 1000 - float(delay_ms) for start, end, status, delay_ms in load["measured"]
-            if status == 200]
+    return [
+        (end - start) * 1000 - float(delay_ms) for start, end, status, delay_ms in load["measured"] if status == 200
+    ]
 
 
 def measure(processes: Processes, duration_s: float) -> list[dict]:
     """Run the three load phases and return the figures."""
     cost_ms = embed_text_cost_ms()
-    figures = [check("embed_text, 60 new words at 256 dimensions", cost_ms, cost_ms <= TARGET_EMBED_MS,
-                     f"<= {TARGET_EMBED_MS:g}", "ms")]
+    figures = [
+        check(
+            "embed_text, 60 new words at 256 dimensions",
+            cost_ms,
+            cost_ms <= TARGET_EMBED_MS,
+            f"<= {TARGET_EMBED_MS:g}",
+            "ms",
+        )
+    ]
     progress("phase 1/3: zero-delay calls (--speed 0), 2 generators x 32 connections ...")
     port = start_simulator(processes, "--speed", "0")
     load = run_load(processes, port, workers=2, connections=32, duration_s=duration_s, ramp_s=1.0)
     ok = sum(1 for call in load["measured"] if call[2] == 200)
     throughput = ok / duration_s
-    figures.append(check("zero-delay throughput", throughput, throughput >= TARGET_THROUGHPUT,
-                         f">= {TARGET_THROUGHPUT}", "calls/s"))
+    figures.append(
+        check(
+            "zero-delay throughput", throughput, throughput >= TARGET_THROUGHPUT, f">= {TARGET_THROUGHPUT}", "calls/s"
+        )
+    )
     processes.stop_all()
 
-    progress(f"phase 2/3: 500 concurrent calls replaying the bundled recording, {ROUNDS} rounds"
-             " on the reference server and on the simulator in turn ...")
-    ports = {"reference server": start_server(processes, "simulator.reference"),
-             "simulator": start_simulator(processes, "--speed", "1")}
+    progress(
+        f"phase 2/3: 500 concurrent calls replaying the bundled recording, {ROUNDS} rounds"
+        " on the reference server and on the simulator in turn ..."
+    )
+    ports = {
+        "reference server": start_server(processes, "simulator.reference"),
+        "simulator": start_simulator(processes, "--speed", "1"),
+    }
     p99s: dict[str, list[float]] = {name: [] for name in ports}
     for number in range(1, ROUNDS + 1):
         for name, port in ports.items():
             progress(f"  round {number}/{ROUNDS}: {name}")
             p99s[name].append(percentile(added_delays_ms(processes, port, duration_s), 0.99))
     for name, rounds in p99s.items():
-        figures.append(check(f"added delay p99 per round, {name}: {' / '.join(f'{p99:.2f}' for p99 in rounds)}; median",
-                             statistics.median(rounds), None, "", "ms"))
+        figures.append(
+            check(
+                f"added delay p99 per round, {name}: {' / '.join(f'{p99:.2f}' for p99 in rounds)}; median",
+                statistics.median(rounds),
+                None,
+                "",
+                "ms",
+            )
+        )
     own_p99 = statistics.median(p99s["simulator"]) - statistics.median(p99s["reference server"])
-    figures.append(check("simulator's own added p99 (simulator - reference), 500 concurrent", own_p99,
-                         own_p99 <= TARGET_ADDED_P99_MS, f"<= {TARGET_ADDED_P99_MS:g}", "ms"))
+    figures.append(
+        check(
+            "simulator's own added p99 (simulator - reference), 500 concurrent",
+            own_p99,
+            own_p99 <= TARGET_ADDED_P99_MS,
+            f"<= {TARGET_ADDED_P99_MS:g}",
+            "ms",
+        )
+    )
 
     progress("phase 3/3: 1,200 connections waiting at once, /health probed every 20 ms ...")
-    load = run_load(processes, port, workers=2, connections=600, duration_s=duration_s, ramp_s=1.0,
-                    health_interval_s=0.02)
+    load = run_load(
+        processes, port, workers=2, connections=600, duration_s=duration_s, ramp_s=1.0, health_interval_s=0.02
+    )
     peak = peak_in_flight([call for call in load["calls"] if call[2] == 200])
     figures.append(check("calls in flight at once", peak, peak >= TARGET_IN_FLIGHT, f">= {TARGET_IN_FLIGHT}", "calls"))
     health_p99 = percentile(load["health_ms"], 0.99)
-    figures.append(check(f"/health p99 while they wait ({len(load['health_ms'])} probes)", health_p99,
-                         health_p99 <= TARGET_HEALTH_P99_MS, f"<= {TARGET_HEALTH_P99_MS:g}", "ms"))
+    figures.append(
+        check(
+            f"/health p99 while they wait ({len(load['health_ms'])} probes)",
+            health_p99,
+            health_p99 <= TARGET_HEALTH_P99_MS,
+            f"<= {TARGET_HEALTH_P99_MS:g}",
+            "ms",
+        )
+    )
     if load["error_count"]:
         progress(f"  note: {load['error_count']} connections failed, e.g. {load['errors'][:1]}")
     return figures
@@ -196,7 +255,9 @@ def measure(processes: Processes, duration_s: float) -> list[dict]:
 def main(argv: list[str] | None = None) -> int:
     """Run the bench and print the figures with pass/fail."""
     parser = cli.OneLineParser(prog="python -m simulator.bench", description=__doc__.splitlines()[0])
-    parser.add_argument("--duration", type=float, default=5.0, help="seconds of load per phase and per round (default 5)")
+    parser.add_argument(
+        "--duration", type=float, default=5.0, help="seconds of load per phase and per round (default 5)"
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
     if args.duration <= 0:
@@ -214,16 +275,23 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps({"cores": os.cpu_count(), "loop": event_loop(), "figures": figures}))
     else:
-        print(f"simulator bench, {os.cpu_count()} cores, {time.strftime('%Y-%m-%d %H:%M')}"
-              f" (raw ASGI on uvicorn, {event_loop()}; quota off)")
+        print(
+            f"simulator bench, {os.cpu_count()} cores, {time.strftime('%Y-%m-%d %H:%M')}"
+            f" (raw ASGI on uvicorn, {event_loop()}; quota off)"
+        )
         for figure in figures:
             verdict = {True: "PASS", False: "FAIL", None: ""}[figure["pass"]]
             target = f"target {figure['target']:<8}" if figure["target"] else ""
-            print(f"  {figure['figure']:<72} {figure['value']:>9,.2f} {figure['unit']:<8} {target:<15} {verdict}".rstrip())
-        print("  The added-delay target is judged on the simulator's own share: the reference server only sleeps,\n"
-              "  on the same loop and load generators, so its figure is what they cost by themselves (median of\n"
-              f"  {ROUNDS} rounds each, taken in turn).")
+            print(
+                f"  {figure['figure']:<72} {figure['value']:>9,.2f} {figure['unit']:<8} {target:<15} {verdict}".rstrip()
+            )
+        print(
+            "  The added-delay target is judged on the simulator's own share: the reference server only sleeps,\n"
+            "  on the same loop and load generators, so its figure is what they cost by themselves (median of\n"
+            f"  {ROUNDS} rounds each, taken in turn)."
+        )
     return cli.EXIT_OK if all(figure["pass"] is not False for figure in figures) else cli.EXIT_CHECK_FAILED
+
 
 if __name__ == "__main__":
     sys.exit(main())

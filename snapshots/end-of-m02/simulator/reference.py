@@ -19,7 +19,9 @@ from simulator.replay import Replay, load_recording
 from simulator.settings import Settings
 
 HEALTH_ANSWER = b'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 16\r\n\r\n{"status": "ok"}'
-CALL_ANSWER = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\nx-sim-delay-ms: %.3f\r\n\r\n{}"
+CALL_ANSWER = (
+    b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\nx-sim-delay-ms: %.3f\r\n\r\n{}"
+)
 
 
 class SleepingProtocol(asyncio.Protocol):
@@ -44,7 +46,7 @@ class SleepingProtocol(asyncio.Protocol):
             end = head_end + 4 + sum(lengths)
             if len(self.buffer) < end:
                 return
-            body, self.buffer = self.buffer[head_end + 4:end], self.buffer[end:]
+            body, self.buffer = self.buffer[head_end + 4 : end], self.buffer[end:]
             self.answer(head, body)
 
     def answer(self, head: bytes, body: bytes) -> None:

@@ -28,8 +28,9 @@ class Simulation:
         self.recording = recording
         self.replay = Replay(recording, settings.mode, settings.seed)
         self.quota = ChatQuota(settings.quota)
-        self.faults = FaultPlan(settings.error_rate, settings.hang_rate, settings.hang_s, settings.slowdown,
-                                settings.seed)
+        self.faults = FaultPlan(
+            settings.error_rate, settings.hang_rate, settings.hang_s, settings.slowdown, settings.seed
+        )
         self.in_flight = 0
         self.stop_signal = StopSignal()
         self.started_at = int(time.time())

@@ -3,8 +3,8 @@
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 import uvicorn
 

@@ -26,7 +26,7 @@ class Settings(BaseSettings):
     database_url: str | None = Field(
         None,
         description="`postgresql://user:password@host:port/dbname` (or libpq's `host=... dbname=...`) of your own "
-                    "PostgreSQL; unset, empty or blank = the embedded server in `.lab/pgdata`",
+        "PostgreSQL; unset, empty or blank = the embedded server in `.lab/pgdata`",
     )
     db_pool: bool = Field(
         True,
@@ -35,13 +35,15 @@ class Settings(BaseSettings):
     db_pool_min_size: int = Field(2, ge=0, le=1000, description="connections the pool keeps open")
     db_pool_max_size: int = Field(10, ge=1, le=1000, description="connections the pool may open")
     db_pool_timeout_s: float = Field(
-        5.0, gt=0, le=HOUR_S,
+        5.0,
+        gt=0,
+        le=HOUR_S,
         description="how long a request waits for a free connection before 503 `db_busy`",
     )
     provider_url: str = Field(
         "http://127.0.0.1:8100/v1",
         description="the OpenAI-compatible provider's API root, ending in `/v1` (`python -m simulator` serves this); "
-                    "no user or password in it",
+        "no user or password in it",
     )
     provider_api_key: SecretStr = Field(
         SecretStr("sk-lab-local"),
@@ -49,22 +51,28 @@ class Settings(BaseSettings):
     )
     provider_timeout_s: float = Field(30.0, gt=0, le=HOUR_S, description="per provider call; past it, 504 `ai_timeout`")
     provider_max_connections: int = Field(
-        1024, ge=1, le=100_000,
+        1024,
+        ge=1,
+        le=100_000,
         description="HTTP connections to the provider per client; with aiohttp's pool (the default), a call that "
-                    "cannot get one within `PROVIDER_TIMEOUT_S` fails with 504 `ai_timeout` instead of waiting on "
-                    "(httpx's own pool lets calls wait in line)",
+        "cannot get one within `PROVIDER_TIMEOUT_S` fails with 504 `ai_timeout` instead of waiting on "
+        "(httpx's own pool lets calls wait in line)",
     )
     provider_async_client: Literal["aiohttp", "httpx"] = Field(
         "aiohttp",
         description="the connection pool under `provider.acall`'s `httpx.AsyncClient`: aiohttp's (`aiohttp`) or "
-                    "httpx's own (`httpx`)",
+        "httpx's own (`httpx`)",
     )
     provider_max_concurrency: int = Field(
-        0, ge=0, le=100_000,
-        description="provider calls in flight at most (0 = no limit); Module 2, \"Dependency limits\"",
+        0,
+        ge=0,
+        le=100_000,
+        description='provider calls in flight at most (0 = no limit); Module 2, "Dependency limits"',
     )
     thread_limit: int = Field(
-        40, ge=1, le=10_000,
+        40,
+        ge=1,
+        le=10_000,
         description="tokens of AnyIO's default thread limiter (FastAPI's thread pool), applied at start-up",
     )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
@@ -72,7 +80,9 @@ class Settings(BaseSettings):
         description="`DEBUG`, `INFO`, `WARNING` or `ERROR`",
     )
     loop_watchdog_ms: int = Field(
-        250, ge=0, le=60_000,
+        250,
+        ge=0,
+        le=60_000,
         description="log the line that blocks the event loop for longer than this (0 = off)",
     )
     lab_routes: bool = Field(False, description="serve the experiment routes under `/lab` (the experiments turn it on)")
@@ -81,22 +91,30 @@ class Settings(BaseSettings):
         description="`thread`, `blocking` or `async`: how `POST /v1/tickets` waits",
     )
     http_max_connections: int = Field(
-        2048, ge=1, le=100_000,
+        2048,
+        ge=1,
+        le=100_000,
         description="open connections per API process, idle ones included; one more gets 503 `too_many_connections`. "
-                    "The API raises its own open-files limit to twice this plus 256 (a WARNING line if the system's "
-                    "hard limit is lower)",
+        "The API raises its own open-files limit to twice this plus 256 (a WARNING line if the system's "
+        "hard limit is lower)",
     )
     http_max_header_bytes: int = Field(
-        16 * 1024, ge=1024, le=1024 * 1024,
+        16 * 1024,
+        ge=1024,
+        le=1024 * 1024,
         description="request line and headers at most (1,024 to 1 MiB); more gets 431 `headers_too_large`",
     )
     http_header_timeout_s: float = Field(
-        10.0, gt=0, le=HOUR_S,
+        10.0,
+        gt=0,
+        le=HOUR_S,
         description="seconds to send a whole request head, from the connection's start or the previous answer; past "
-                    "it, 408 `request_timeout`",
+        "it, 408 `request_timeout`",
     )
     http_body_timeout_s: float = Field(
-        30.0, gt=0, le=HOUR_S,
+        30.0,
+        gt=0,
+        le=HOUR_S,
         description="seconds to send a whole request body, from the end of its head; past it, 408 `request_timeout`",
     )
 

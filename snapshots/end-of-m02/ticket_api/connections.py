@@ -35,14 +35,22 @@ log = logging.getLogger("ticket_api.connections")
 FILES_PER_CONNECTION = 2  # the client's socket, and the provider call it may wait on
 FILES_RESERVE = 256  # the database pool, logs, the libraries' own files
 ANSWERS = {  # what a client gets when it passes a limit: status, error code, detail
-    "too_many": (503, "too_many_connections",
-                 "more than {http_max_connections:,} connections are open (HTTP_MAX_CONNECTIONS); retry later"),
-    "too_large": (431, "headers_too_large",
-                  "the request line and headers are over {http_max_header_bytes:,} bytes (HTTP_MAX_HEADER_BYTES)"),
-    "head": (408, "request_timeout",
-             "no whole request head within {http_header_timeout_s:g} s (HTTP_HEADER_TIMEOUT_S)"),
-    "body": (408, "request_timeout",
-             "no whole request body within {http_body_timeout_s:g} s (HTTP_BODY_TIMEOUT_S)"),
+    "too_many": (
+        503,
+        "too_many_connections",
+        "more than {http_max_connections:,} connections are open (HTTP_MAX_CONNECTIONS); retry later",
+    ),
+    "too_large": (
+        431,
+        "headers_too_large",
+        "the request line and headers are over {http_max_header_bytes:,} bytes (HTTP_MAX_HEADER_BYTES)",
+    ),
+    "head": (
+        408,
+        "request_timeout",
+        "no whole request head within {http_header_timeout_s:g} s (HTTP_HEADER_TIMEOUT_S)",
+    ),
+    "body": (408, "request_timeout", "no whole request body within {http_body_timeout_s:g} s (HTTP_BODY_TIMEOUT_S)"),
 }
 
 
@@ -53,8 +61,10 @@ def limit_server(settings: Settings) -> None:
         return  # not under uvicorn (a test client): no connections to limit
     parser = next((base for base in parser_protocols() if issubclass(config.http_protocol_class, base)), None)
     if parser is None:
-        log.warning("no connection limits: uvicorn runs %s, not its h11 or httptools protocol",
-                    config.http_protocol_class.__name__)
+        log.warning(
+            "no connection limits: uvicorn runs %s, not its h11 or httptools protocol",
+            config.http_protocol_class.__name__,
+        )
         return
 
     # The base is found at run time (h11's or httptools' protocol), which mypy cannot follow.
@@ -62,8 +72,9 @@ def limit_server(settings: Settings) -> None:
         """uvicorn's protocol, with the limits of these settings."""
 
     LimitedProtocol.settings = settings
-    LimitedProtocol.answers = {name: (status, code, detail.format(**dict(settings)))
-                               for name, (status, code, detail) in ANSWERS.items()}
+    LimitedProtocol.answers = {
+        name: (status, code, detail.format(**dict(settings))) for name, (status, code, detail) in ANSWERS.items()
+    }
     config.http_protocol_class = LimitedProtocol  # read by the server for every new connection
     config.h11_max_incomplete_event_size = settings.http_max_header_bytes  # h11 stops where we do
     raise_open_files_limit(FILES_PER_CONNECTION * settings.http_max_connections + FILES_RESERVE)
@@ -206,7 +217,8 @@ class LimitedConnection(UvicornProtocol):
         retry_after = "retry-after: 1\r\n" if status == 503 else ""
         self.transport.write(
             f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\ncontent-type: application/json\r\n"
-            f"content-length: {len(body)}\r\nconnection: close\r\n{retry_after}\r\n".encode() + body
+            f"content-length: {len(body)}\r\nconnection: close\r\n{retry_after}\r\n".encode()
+            + body
         )
         self.transport.close()
 
@@ -224,5 +236,9 @@ def raise_open_files_limit(needed: int) -> None:
     except (ValueError, OSError):
         target = soft
     if target < needed:
-        log.warning("the open-files limit is %s, under the %s that HTTP_MAX_CONNECTIONS needs: "
-                    "raise it (ulimit -n) or lower HTTP_MAX_CONNECTIONS", target, needed)
+        log.warning(
+            "the open-files limit is %s, under the %s that HTTP_MAX_CONNECTIONS needs: "
+            "raise it (ulimit -n) or lower HTTP_MAX_CONNECTIONS",
+            target,
+            needed,
+        )

@@ -193,8 +193,14 @@ def sample_rows(count: int) -> list[dict]:
     """The same `count` rows every time, built once: the routes below differ only in how they serialize."""
     start = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
     return [
-        {"id": i, "customer_id": 1 + i % 300, "subject": f"Invoice question number {i}", "status": "open",
-         "priority": ("low", "normal", "high")[i % 3], "created_at": start + timedelta(minutes=7 * i)}
+        {
+            "id": i,
+            "customer_id": 1 + i % 300,
+            "subject": f"Invoice question number {i}",
+            "status": "open",
+            "priority": ("low", "normal", "high")[i % 3],
+            "created_at": start + timedelta(minutes=7 * i),
+        }
         for i in range(1, count + 1)
     ]
 

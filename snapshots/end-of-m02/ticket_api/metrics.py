@@ -46,12 +46,16 @@ class _LiveFigures:
     def collect(self):
         settings = self.state.settings
         how = {  # Module 1's settings have no INTAKE_MODE: its one way of waiting is the thread pool's.
-            "intake_mode": getattr(settings, "intake_mode", "thread"), "event_loop": event_loop_name(),
+            "intake_mode": getattr(settings, "intake_mode", "thread"),
+            "event_loop": event_loop_name(),
             "thread_limit": str(settings.thread_limit),
-            "db_pool_max_size": str(settings.db_pool_max_size) if settings.db_pool else "off"}
+            "db_pool_max_size": str(settings.db_pool_max_size) if settings.db_pool else "off",
+        }
         yield InfoMetricFamily("ticket_api", "INTAKE_MODE, event loop, THREAD_LIMIT, pool size.", value=how)
         limiter = to_thread.current_default_thread_limiter().statistics()
-        yield _gauge("ticket_api_threads_total", "Tokens of AnyIO's default thread limiter (THREAD_LIMIT).", limiter.total_tokens)
+        yield _gauge(
+            "ticket_api_threads_total", "Tokens of AnyIO's default thread limiter (THREAD_LIMIT).", limiter.total_tokens
+        )
         yield _gauge("ticket_api_threads_borrowed", "Thread-pool tokens in use.", limiter.borrowed_tokens)
         yield _gauge("ticket_api_threads_waiting", "Tasks waiting for a thread-pool token.", limiter.tasks_waiting)
         db = self.state.db.stats()
@@ -59,9 +63,12 @@ class _LiveFigures:
         yield _gauge("ticket_api_db_pool_max", "DB_POOL_MAX_SIZE.", db["max"])
         yield _gauge("ticket_api_db_pool_in_use", "DB connections borrowed right now.", db["in_use"])
         yield _gauge("ticket_api_db_pool_waiting", "Requests waiting for a DB connection.", db["waiting"])
-        yield CounterMetricFamily("ticket_api_db_pool_wait_seconds", "Time requests waited for a DB connection.",
-                                  value=db["wait_ms"] / 1000)
-        yield _gauge("ticket_api_provider_in_flight", "Calls to the AI provider under way.", self.state.provider.in_flight)
+        yield CounterMetricFamily(
+            "ticket_api_db_pool_wait_seconds", "Time requests waited for a DB connection.", value=db["wait_ms"] / 1000
+        )
+        yield _gauge(
+            "ticket_api_provider_in_flight", "Calls to the AI provider under way.", self.state.provider.in_flight
+        )
 
 
 def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:

@@ -129,13 +129,23 @@ class WholeAnswerTransport(AiohttpTransport):
         timeout = request.extensions.get("timeout", {})
         with map_aiohttp_exceptions():
             async with self.client.request(
-                request.method, str(request.url), headers=request.headers, data=request.content or None,
-                allow_redirects=False, auto_decompress=False, compress=False,
+                request.method,
+                str(request.url),
+                headers=request.headers,
+                data=request.content or None,
+                allow_redirects=False,
+                auto_decompress=False,
+                compress=False,
                 timeout=_client_timeout(timeout.get("connect"), timeout.get("read"), timeout.get("pool")),
             ) as answer:
                 content = await answer.read()
-        return httpx.Response(answer.status, headers=answer.raw_headers, content=content, request=request,
-                              extensions={"http_version": b"HTTP/1.1", "reason_phrase": (answer.reason or "").encode()})
+        return httpx.Response(
+            answer.status,
+            headers=answer.raw_headers,
+            content=content,
+            request=request,
+            extensions={"http_version": b"HTTP/1.1", "reason_phrase": (answer.reason or "").encode()},
+        )
 
 
 @lru_cache(maxsize=16)
@@ -209,5 +219,8 @@ async def warn_if_unreachable(provider_url: str) -> None:
         _, writer = await asyncio.wait_for(asyncio.open_connection(address.hostname, port), REACH_TIMEOUT_S)
         writer.close()
     except (TimeoutError, OSError) as exc:
-        log.warning("the AI provider at %s does not answer (%s): tickets get 502 ai_unavailable until it does",
-                    provider_url, describe(exc) if str(exc) else "no connection within 1 s")
+        log.warning(
+            "the AI provider at %s does not answer (%s): tickets get 502 ai_unavailable until it does",
+            provider_url,
+            describe(exc) if str(exc) else "no connection within 1 s",
+        )

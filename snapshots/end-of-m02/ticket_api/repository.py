@@ -97,11 +97,15 @@ def _check_customer(conn: psycopg.Connection, customer_id: int) -> None:
 
 def _insert_ticket(conn: psycopg.Connection, new: NewTicket) -> dict[str, Any]:
     # RETURNING gives the saved row back in the same round trip: no SELECT to read it again.
-    ticket = conn.cursor(row_factory=dict_row).execute(
-        """INSERT INTO tickets (customer_id, subject, body) VALUES (%s, %s, %s)
+    ticket = (
+        conn.cursor(row_factory=dict_row)
+        .execute(
+            """INSERT INTO tickets (customer_id, subject, body) VALUES (%s, %s, %s)
            RETURNING id, customer_id, subject, body, created_at""",
-        (new.customer_id, new.subject, new.body),
-    ).fetchone()
+            (new.customer_id, new.subject, new.body),
+        )
+        .fetchone()
+    )
     assert ticket is not None  # INSERT ... RETURNING gives the row it inserted
     if new.idempotency_key is not None:
         _claim_key(conn, new, ticket["id"])
@@ -126,25 +130,40 @@ def _claim_key(conn: psycopg.Connection, new: NewTicket, ticket_id: int) -> None
 
 def _insert_ai_results(conn: psycopg.Connection, ticket: dict[str, Any], work: AiWork) -> Ticket:
     # %b sends the embedding's 256 floats in binary: as text, psycopg would format each one in Python.
-    results = conn.cursor(row_factory=dict_row).execute(
-        """INSERT INTO ticket_ai_results (ticket_id, category, priority, draft_reply, embedding,
+    results = (
+        conn.cursor(row_factory=dict_row)
+        .execute(
+            """INSERT INTO ticket_ai_results (ticket_id, category, priority, draft_reply, embedding,
                classify_model, classify_ms, draft_model, draft_ms, embed_model, embed_ms)
            VALUES (%s, %s, %s, %s, %b, %s, %s, %s, %s, %s, %s)
            RETURNING category, priority, draft_reply""",
-        (
-            ticket["id"], work.category, work.priority, work.draft_reply, work.embedding,
-            work.models["classify"], work.elapsed_ms["classify"],
-            work.models["draft"], work.elapsed_ms["draft"],
-            work.models["embed"], work.elapsed_ms["embed"],
-        ),
-    ).fetchone()
+            (
+                ticket["id"],
+                work.category,
+                work.priority,
+                work.draft_reply,
+                work.embedding,
+                work.models["classify"],
+                work.elapsed_ms["classify"],
+                work.models["draft"],
+                work.elapsed_ms["draft"],
+                work.models["embed"],
+                work.elapsed_ms["embed"],
+            ),
+        )
+        .fetchone()
+    )
     assert results is not None  # INSERT ... RETURNING gives the row it inserted
     return Ticket(**ticket, **results)
 
 
 def _select_ticket(conn: psycopg.Connection, ticket_id: int) -> Ticket | None:
-    row = conn.cursor(row_factory=dict_row).execute(
-        f"SELECT {TICKET_COLUMNS} FROM tickets t JOIN ticket_ai_results r ON r.ticket_id = t.id WHERE t.id = %s",
-        (ticket_id,),
-    ).fetchone()
+    row = (
+        conn.cursor(row_factory=dict_row)
+        .execute(
+            f"SELECT {TICKET_COLUMNS} FROM tickets t JOIN ticket_ai_results r ON r.ticket_id = t.id WHERE t.id = %s",
+            (ticket_id,),
+        )
+        .fetchone()
+    )
     return Ticket(**row) if row else None

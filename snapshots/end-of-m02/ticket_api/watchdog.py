@@ -31,9 +31,11 @@ def announce_event_loop() -> str:
     if name == "uvloop":
         # uvicorn takes uvloop whenever it is installed. On it, a waiting request can be read between
         # two blocked tickets, so INTAKE_MODE=blocking stalls /health for less time than the course measured.
-        log.warning("on uvloop, INTAKE_MODE=blocking's /health figures differ from the course's, measured on "
-                    "asyncio's own loop. To match them: python -m pip uninstall -y uvloop (uvicorn and fastapi dev "
-                    "then use asyncio's loop), or start the API with uvicorn ticket_api.main:app --loop asyncio")
+        log.warning(
+            "on uvloop, INTAKE_MODE=blocking's /health figures differ from the course's, measured on "
+            "asyncio's own loop. To match them: python -m pip uninstall -y uvloop (uvicorn and fastapi dev "
+            "then use asyncio's loop), or start the API with uvicorn ticket_api.main:app --loop asyncio"
+        )
     return name
 
 

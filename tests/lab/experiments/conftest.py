@@ -4,8 +4,8 @@ import asyncio
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from types import SimpleNamespace
-from typing import Iterator
 
 import pytest
 from fastapi import FastAPI, Response
@@ -63,7 +63,13 @@ def run_command():
 
     def run(module: str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
         command = [sys.executable, "-m", f"scripts.{module}", *args]
-        return subprocess.run(command, cwd=cli.PROJECT_ROOT, capture_output=True, text=True, timeout=180,
-                              env={**os.environ, **(env or {})})
+        return subprocess.run(
+            command,
+            cwd=cli.PROJECT_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=180,
+            env={**os.environ, **(env or {})},
+        )
 
     return run

@@ -10,16 +10,21 @@ from fastapi.testclient import TestClient
 
 from scripts.toolkit.health import probe_health, times_ms
 from scripts.toolkit.load import closed_loop, getter, open_client, open_clients
-from scripts.toolkit.quantiles import quantile
 from scripts.toolkit.processes import free_port
+from scripts.toolkit.quantiles import quantile
 from tests.servers import serve
 from ticket_api import lab
 from ticket_api.config import Settings
 from ticket_api.main import create_app
 
 LAB_PATHS = sorted("/lab" + route.path for route in lab.router.routes)
-SLEEP_PATHS = ["/lab/sleep/def", "/lab/sleep/async-blocking", "/lab/sleep/async", "/lab/sleep/threadpool",
-               "/lab/sleep/to-thread"]
+SLEEP_PATHS = [
+    "/lab/sleep/def",
+    "/lab/sleep/async-blocking",
+    "/lab/sleep/async",
+    "/lab/sleep/threadpool",
+    "/lab/sleep/to-thread",
+]
 CPU_PATHS = ["/lab/cpu/def", "/lab/cpu/async", "/lab/cpu/to-thread", "/lab/cpu/process"]
 ROW_PATHS = ["/lab/rows/dicts", "/lab/rows/model", "/lab/rows/raw"]
 UPSTREAM_PATHS = ["/lab/upstream/def", "/lab/upstream/async-blocking", "/lab/upstream/async"]
@@ -58,10 +63,18 @@ def test_each_sleep_route_waits_as_long_as_asked(client, path):
     assert response.elapsed.total_seconds() >= 0.06
 
 
-@pytest.mark.parametrize("path", [
-    "/lab/sleep/def?ms=-1", "/lab/sleep/async?ms=10001", "/lab/cpu/def?loops=10", "/lab/cpu/process?loops=5000001",
-    "/lab/rows/raw?rows=0", "/lab/rows/dicts?rows=10001", "/lab/sleep/threadpool?ms=soon",
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/lab/sleep/def?ms=-1",
+        "/lab/sleep/async?ms=10001",
+        "/lab/cpu/def?loops=10",
+        "/lab/cpu/process?loops=5000001",
+        "/lab/rows/raw?rows=0",
+        "/lab/rows/dicts?rows=10001",
+        "/lab/sleep/threadpool?ms=soon",
+    ],
+)
 def test_sizes_out_of_bounds_are_refused_with_422(client, path):
     response = client.get(path)
     assert (response.status_code, response.json()["error"]) == (422, "validation_error")
@@ -87,8 +100,10 @@ def test_the_three_row_routes_send_the_same_rows_as_json(client):
     answers = [client.get(path, params={"rows": 3}) for path in ROW_PATHS]
     assert {answer.headers["content-type"] for answer in answers} == {"application/json"}
     # The serializers write the same instant differently (+00:00 or Z): compare the values.
-    rows = [[{**row, "created_at": datetime.fromisoformat(row["created_at"])} for row in answer.json()]
-            for answer in answers]
+    rows = [
+        [{**row, "created_at": datetime.fromisoformat(row["created_at"])} for row in answer.json()]
+        for answer in answers
+    ]
     assert rows[0] == rows[1] == rows[2]
     assert [row["id"] for row in rows[0]] == [1, 2, 3]
     assert set(rows[0][0]) == {"id", "customer_id", "subject", "status", "priority", "created_at"}
@@ -107,8 +122,9 @@ def test_each_upstream_route_reports_how_long_the_provider_took(make_settings, f
 
 
 @pytest.mark.parametrize("provider", ["down", "failing"])
-def test_a_provider_that_is_down_or_failing_makes_the_upstream_routes_answer_502(make_settings, fake_provider,
-                                                                                  upstream, provider):
+def test_a_provider_that_is_down_or_failing_makes_the_upstream_routes_answer_502(
+    make_settings, fake_provider, upstream, provider
+):
     if provider == "down":
         provider_url = f"http://127.0.0.1:{free_port()}/v1"
     else:

@@ -6,8 +6,8 @@ import asyncio
 import httpx
 import pytest
 
-from scripts.toolkit.cli import CommandError, parse_levels
 from scripts.toolkit.answers import describe_failure, server_total_ms
+from scripts.toolkit.cli import CommandError, parse_levels
 from scripts.toolkit.health import check_api, probe_health
 from scripts.toolkit.load import closed_loop, generator_saturated, getter, warm_up
 from scripts.toolkit.quantiles import quantile, summarize

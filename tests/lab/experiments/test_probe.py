@@ -7,8 +7,19 @@ from scripts.toolkit.processes import free_port
 
 def probe(run_command, url: str, path: str, concurrency: int, requests: int) -> dict:
     """The figures of one probe run that must succeed."""
-    result = run_command("probe", path, "--url", url, "--concurrency", str(concurrency),
-                         "--requests", str(requests), "--interval", "0.02", "--json")
+    result = run_command(
+        "probe",
+        path,
+        "--url",
+        url,
+        "--concurrency",
+        str(concurrency),
+        "--requests",
+        str(requests),
+        "--interval",
+        "0.02",
+        "--json",
+    )
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 

@@ -2,14 +2,23 @@
 
 import json
 
-from scripts.toolkit.processes import free_port
 from scripts.sweep import find_knee, render
+from scripts.toolkit.processes import free_port
 
 
 def level(concurrency: int, rps: float | None, p99: float | None, saturated: bool = False) -> dict:
     """One row as sweep() makes it."""
-    return {"concurrency": concurrency, "rps": rps, "p50": p99, "p95": p99, "p99": p99, "ok": 1, "errors": 0,
-            "generator_cpu_share": 0.95 if saturated else 0.2, "saturated": saturated}
+    return {
+        "concurrency": concurrency,
+        "rps": rps,
+        "p50": p99,
+        "p95": p99,
+        "p99": p99,
+        "ok": 1,
+        "errors": 0,
+        "generator_cpu_share": 0.95 if saturated else 0.2,
+        "saturated": saturated,
+    }
 
 
 def test_the_knee_is_the_last_level_before_req_s_stops_rising_while_p99_climbs():
@@ -37,8 +46,9 @@ def test_a_saturated_level_has_no_figure_and_no_say_in_the_knee():
 
 def test_a_def_route_stops_scaling_at_the_thread_limit(run_command, lab_api):
     # lab_api runs with THREAD_LIMIT=4: at most 4 sleeps of 50 ms at once, so at most 80 req/s.
-    result = run_command("sweep", "/lab/sleep/def?ms=50", "--concurrency", "2,4,8", "--duration", "1",
-                         "--url", lab_api, "--json")
+    result = run_command(
+        "sweep", "/lab/sleep/def?ms=50", "--concurrency", "2,4,8", "--duration", "1", "--url", lab_api, "--json"
+    )
     assert result.returncode == 0, result.stderr
     figures = json.loads(result.stdout)
     rps = {row["concurrency"]: row["rps"] for row in figures["levels"]}

@@ -11,15 +11,29 @@ HOLD_MS = 400
 
 
 def test_the_cliff_is_the_first_level_where_the_trivial_route_waited():
-    rows = [{"in_flight": 20, "trivial_p50_ms": 2.0}, {"in_flight": 40, "trivial_p50_ms": 890.0},
-            {"in_flight": 60, "trivial_p50_ms": 950.0}]
+    rows = [
+        {"in_flight": 20, "trivial_p50_ms": 2.0},
+        {"in_flight": 40, "trivial_p50_ms": 890.0},
+        {"in_flight": 60, "trivial_p50_ms": 950.0},
+    ]
     assert find_cliff(rows, hold_ms=1000) == 40
     assert find_cliff(rows[:1], hold_ms=1000) is None
 
 
 def test_the_command_starts_its_own_api_and_finds_the_cliff_at_the_thread_limit(run_command, database_url):
-    result = run_command("thread_cliff", "--thread-limit", "4", "--levels", "2,8", "--hold-ms", str(HOLD_MS),
-                         "--samples", "3", "--json", env={"DATABASE_URL": database_url})
+    result = run_command(
+        "thread_cliff",
+        "--thread-limit",
+        "4",
+        "--levels",
+        "2,8",
+        "--hold-ms",
+        str(HOLD_MS),
+        "--samples",
+        "3",
+        "--json",
+        env={"DATABASE_URL": database_url},
+    )
     assert result.returncode == 0, result.stderr
     figures = json.loads(result.stdout)
     below, above = figures["levels"]

@@ -60,12 +60,16 @@ def order_after_a_blocked_step(loop_factory) -> list[str]:
 
 def test_asyncio_wakes_the_task_whose_thread_work_finished_before_the_new_request():
     assert order_after_a_blocked_step(asyncio.SelectorEventLoop) == [
-        "socket read", "thread-waiting task", "request task"]
+        "socket read",
+        "thread-waiting task",
+        "request task",
+    ]
 
 
-@pytest.mark.skipif(importlib.util.find_spec("uvloop") is None, reason='uvloop is not installed: pip install -e ".[uvloop]"')
+@pytest.mark.skipif(
+    importlib.util.find_spec("uvloop") is None, reason='uvloop is not installed: pip install -e ".[uvloop]"'
+)
 def test_uvloop_runs_the_new_request_first():
     import uvloop
 
-    assert order_after_a_blocked_step(uvloop.new_event_loop) == [
-        "socket read", "request task", "thread-waiting task"]
+    assert order_after_a_blocked_step(uvloop.new_event_loop) == ["socket read", "request task", "thread-waiting task"]

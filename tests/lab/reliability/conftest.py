@@ -1,7 +1,7 @@
 """Fixtures of the reliability tests: real simulators and real API processes, on free loopback ports, always stopped."""
 
+from collections.abc import Iterator
 from types import SimpleNamespace
-from typing import Iterator
 
 import pytest
 

@@ -5,9 +5,9 @@ import re
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator
 
 import httpx
 import psycopg
@@ -23,8 +23,11 @@ MARKER = re.compile(r"\[([0-9a-f]{12})\]$")
 def marked_ticket(customer_id: int, note: str = "") -> dict:
     """A valid ticket whose subject ends with a unique marker, to find its rows afterwards."""
     marker = uuid.uuid4().hex[:12]
-    return {"customer_id": customer_id, "subject": f"Printer jams {note} [{marker}]".replace("  ", " "),
-            "body": "It jams on every second page since the update."}
+    return {
+        "customer_id": customer_id,
+        "subject": f"Printer jams {note} [{marker}]".replace("  ", " "),
+        "body": "It jams on every second page since the update.",
+    }
 
 
 def marker_of(ticket: dict) -> str:
@@ -84,8 +87,14 @@ def assert_idle(url: str, within_s: float = 5.0) -> None:
         time.sleep(0.05)
 
 
-def post_all(url: str, tickets: list[dict], concurrency: int, headers: dict | None = None,
-             timeout_s: float = 60, keyed: bool = False) -> list[httpx.Response | Exception]:
+def post_all(
+    url: str,
+    tickets: list[dict],
+    concurrency: int,
+    headers: dict | None = None,
+    timeout_s: float = 60,
+    keyed: bool = False,
+) -> list[httpx.Response | Exception]:
     """POST every ticket, `concurrency` at a time, over a real connection each; the answers (or errors) in order.
 
     `keyed`: each ticket with its marker as Idempotency-Key.
@@ -99,8 +108,9 @@ def post_all(url: str, tickets: list[dict], concurrency: int, headers: dict | No
             async def post(ticket: dict) -> httpx.Response | Exception:
                 async with slots:
                     try:
-                        return await client.post("/v1/tickets", json=ticket,
-                                                 headers=key_of(ticket) if keyed else headers)
+                        return await client.post(
+                            "/v1/tickets", json=ticket, headers=key_of(ticket) if keyed else headers
+                        )
                     except httpx.TransportError as exc:
                         return exc
 
@@ -138,8 +148,9 @@ def keyed_load(url: str, customer_id: int, clients: int) -> Iterator[list[Sent]]
             async def send():
                 ticket, started = marked_ticket(customer_id), time.perf_counter()
                 try:
-                    answer: httpx.Response | httpx.TransportError = await client.post("/v1/tickets", json=ticket,
-                                                                           headers=key_of(ticket))
+                    answer: httpx.Response | httpx.TransportError = await client.post(
+                        "/v1/tickets", json=ticket, headers=key_of(ticket)
+                    )
                 except httpx.TransportError as exc:
                     answer = exc
                 sent.append(Sent(ticket, answer, time.perf_counter() - started))

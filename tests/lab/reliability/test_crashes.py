@@ -62,26 +62,38 @@ def assert_retries_return_the_committed(url: str, sent: list, saved: dict, conne
     """Retry with its key every ticket cut off in flight or saved without a 201: each is 201, with the committed
     ticket if there was one; afterwards each has exactly one whole row. Returns how many were committed without a 201.
     """
-    cut_off = [each.ticket for each in sent
-               if isinstance(each.answer, Exception) and not isinstance(each.answer, httpx.ConnectError)]
-    unanswered = [each.ticket for each in sent if isinstance(each.answer, httpx.Response)
-                  and each.answer.status_code != 201 and marker_of(each.ticket) in saved]
+    cut_off = [
+        each.ticket
+        for each in sent
+        if isinstance(each.answer, Exception) and not isinstance(each.answer, httpx.ConnectError)
+    ]
+    unanswered = [
+        each.ticket
+        for each in sent
+        if isinstance(each.answer, httpx.Response)
+        and each.answer.status_code != 201
+        and marker_of(each.ticket) in saved
+    ]
     retried = cut_off + unanswered
     committed = {marker_of(ticket): saved[marker_of(ticket)][0][0] for ticket in retried if marker_of(ticket) in saved}
     answers = post_all(url, retried, concurrency=CLIENTS, keyed=True)
     assert [getattr(answer, "status_code", answer) for answer in answers] == [201] * len(retried)
-    for ticket, answer in zip(retried, answers):
+    for ticket, answer in zip(retried, answers, strict=False):
         if marker_of(ticket) in committed:
             assert answer.json()["id"] == committed[marker_of(ticket)], "the retry made a new ticket"
     after = rows_by_marker(connection, retried[0]["customer_id"]) if retried else {}
     assert_whole_and_single(after)
-    assert all(after[marker_of(ticket)] == [(answer.json()["id"], True)] for ticket, answer in zip(retried, answers))
+    assert all(
+        after[marker_of(ticket)] == [(answer.json()["id"], True)]
+        for ticket, answer in zip(retried, answers, strict=False)
+    )
     return len(committed)
 
 
 @pytest.mark.parametrize("mode", MODES)
 def test_kill_9_of_the_api_under_load_leaves_whole_tickets_and_a_retry_returns_the_committed(
-        start_api, fast_simulator, customer_id, db_conn, mode):
+    start_api, fast_simulator, customer_id, db_conn, mode
+):
     api = start_api(f"{fast_simulator.url}/v1", INTAKE_MODE=mode)
     with keyed_load(api.url, customer_id, CLIENTS) as sent:
         wait_for(lambda: created(sent) >= CREATED_BEFORE_THE_KILL, 30, "tickets created before the kill")
@@ -101,15 +113,22 @@ def test_kill_9_of_the_api_under_load_leaves_whole_tickets_and_a_retry_returns_t
             assert marker_of(each.ticket) not in saved  # never reached the API
     again = start_api(f"{fast_simulator.url}/v1", INTAKE_MODE=mode)
     committed_without_201 = assert_retries_return_the_committed(again.url, sent, saved, db_conn)
-    print(f"{mode}: {created(sent)} created, {len(in_flight)} in flight at the kill, "
-          f"{committed_without_201} committed without a 201, each returned by its retry")
+    print(
+        f"{mode}: {created(sent)} created, {len(in_flight)} in flight at the kill, "
+        f"{committed_without_201} committed without a 201, each returned by its retry"
+    )
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_kill_9_of_postgres_under_load_is_503_and_the_api_recovers_by_itself(start_api, fast_simulator,
-                                                                            own_database, mode):
-    api = start_api(f"{fast_simulator.url}/v1", INTAKE_MODE=mode, DATABASE_URL=own_database.dsn,
-                    DB_POOL_TIMEOUT_S=str(DB_POOL_TIMEOUT_S))
+def test_kill_9_of_postgres_under_load_is_503_and_the_api_recovers_by_itself(
+    start_api, fast_simulator, own_database, mode
+):
+    api = start_api(
+        f"{fast_simulator.url}/v1",
+        INTAKE_MODE=mode,
+        DATABASE_URL=own_database.dsn,
+        DB_POOL_TIMEOUT_S=str(DB_POOL_TIMEOUT_S),
+    )
     health: list[tuple[int, float]] = []
 
     def probe_health_for(seconds: float) -> None:
@@ -152,15 +171,39 @@ def test_kill_9_of_postgres_under_load_is_503_and_the_api_recovers_by_itself(sta
                 assert saved[marker_of(each.ticket)] == [(each.answer.json()["id"], True)]
         committed_without_201 = assert_retries_return_the_committed(api.url, sent, saved, conn)
     health_ms = max(took_s for _, took_s in health) * 1000
-    print(f"{mode}: {created(sent)} created, {len(sent) - created(sent)} answered 503, slowest answer {slowest:.1f} s, "
-          f"first 201 {recovered_s:.1f} s after the restart, /health at most {health_ms:.0f} ms, "
-          f"{committed_without_201} committed without a 201, each returned by its retry")
+    print(
+        f"{mode}: {created(sent)} created, {len(sent) - created(sent)} answered 503, slowest answer {slowest:.1f} s, "
+        f"first 201 {recovered_s:.1f} s after the restart, /health at most {health_ms:.0f} ms, "
+        f"{committed_without_201} committed without a 201, each returned by its retry"
+    )
 
 
 def test_the_soak_kills_the_api_and_postgres_and_counts_what_was_committed_without_a_201(tmp_path):
-    result = run_module("scripts.soak", "--kill", "--tickets", "48", "--users", "12", "--modes", "async",
-                        "--speed", "0.05", "--provider-timeout", "0.5", "--hang-s", "2", "--error-rate", "0.1",
-                        "--hang-rate", "0.05", "--quota", "0", "--json", "--out", str(tmp_path))
+    result = run_module(
+        "scripts.soak",
+        "--kill",
+        "--tickets",
+        "48",
+        "--users",
+        "12",
+        "--modes",
+        "async",
+        "--speed",
+        "0.05",
+        "--provider-timeout",
+        "0.5",
+        "--hang-s",
+        "2",
+        "--error-rate",
+        "0.1",
+        "--hang-rate",
+        "0.05",
+        "--quota",
+        "0",
+        "--json",
+        "--out",
+        str(tmp_path),
+    )
     assert result.returncode == 0, result.stderr
     figures = json.loads(result.stdout)
     assert figures["violations"] == 0
@@ -179,13 +222,14 @@ def test_the_soak_counts_a_ticket_committed_before_the_attempt_that_got_its_201(
     try:
         tickets = soak.make_tickets(2, "crash")
         outcomes = [soak.Journey(number, ticket["key"]) for number, ticket in enumerate(tickets, start=1)]
-        for ticket, outcome in zip(tickets, outcomes):
+        for ticket, outcome in zip(tickets, outcomes, strict=False):
             outcome.sent_at = time.time()  # the first ticket's row is committed after this attempt was sent
             with connect(dsn) as conn:
                 conn.execute("ALTER TABLE tickets DISABLE TRIGGER USER")  # no AI results needed here
                 outcome.ticket_id = conn.execute(
                     "INSERT INTO tickets (customer_id, subject, body) VALUES (1, %s, 'b') RETURNING id",
-                    (ticket["subject"],)).fetchone()[0]
+                    (ticket["subject"],),
+                ).fetchone()[0]
             outcome.status = 201
         outcomes[1].connection_errors, outcomes[1].sent_at = ["ReadError"], time.time()  # its retry, after the commit
         checked = soak.check_rows(dsn, outcomes)

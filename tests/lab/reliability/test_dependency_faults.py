@@ -31,8 +31,14 @@ RECOVERY_S = 30  # the pool retries with a growing pause (1 s, 2 s, 4 s, ...): g
 
 def own_settings(own_database: SimpleNamespace, **overrides: object):
     """Settings for the API on the module's own database, with short waits."""
-    values = {"database_url": own_database.dsn, "db_pool_min_size": 1, "db_pool_timeout_s": 1, "log_level": "WARNING",
-              "lab_routes": False, **overrides}
+    values = {
+        "database_url": own_database.dsn,
+        "db_pool_min_size": 1,
+        "db_pool_timeout_s": 1,
+        "log_level": "WARNING",
+        "lab_routes": False,
+        **overrides,
+    }
     return load_settings(_env_file=None, **values)
 
 
@@ -40,19 +46,23 @@ def test_the_api_will_not_start_without_its_database():
     port = free_port()
     result = subprocess.run(
         [sys.executable, "-m", "uvicorn", "ticket_api.main:app", "--host", "127.0.0.1", "--port", str(free_port())],
-        cwd=PROJECT_ROOT, env={**os.environ, "DATABASE_URL": f"postgresql://lab@127.0.0.1:{port}/lab"},
-        capture_output=True, text=True, timeout=60,
+        cwd=PROJECT_ROOT,
+        env={**os.environ, "DATABASE_URL": f"postgresql://lab@127.0.0.1:{port}/lab"},
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     output = result.stdout + result.stderr
     assert result.returncode != 0
     problem = [line for line in output.splitlines() if "PostgreSQL" in line]
     assert len(problem) == 1, output
     assert "cannot connect to PostgreSQL" in problem[0] and f"port={port}" in problem[0]
-    assert "Traceback" not in output and "File \"" not in output
+    assert "Traceback" not in output and 'File "' not in output
 
 
-@pytest.mark.parametrize(("mode", "pool"), [(mode, True) for mode in MODES] + [("async", False)],
-                         ids=[*MODES, "async-without-pool"])
+@pytest.mark.parametrize(
+    ("mode", "pool"), [(mode, True) for mode in MODES] + [("async", False)], ids=[*MODES, "async-without-pool"]
+)
 def test_a_lost_database_is_503_and_the_api_recovers_without_a_restart(own_database, mode, pool):
     settings = own_settings(own_database, intake_mode=mode, db_pool=pool)
     with serve(create_app(settings, FakeProvider(0.01))) as url, httpx.Client(base_url=url, timeout=30) as client:
@@ -124,10 +134,12 @@ def hanging_simulator(start_simulator):
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_a_hanging_provider_is_504_after_the_timeout_and_frees_everything(make_settings, hanging_simulator,
-                                                                          customer_id, db_conn, mode):
-    settings = make_settings(intake_mode=mode, provider_url=f"{hanging_simulator.url}/v1", provider_timeout_s=0.5,
-                             lab_routes=False)
+def test_a_hanging_provider_is_504_after_the_timeout_and_frees_everything(
+    make_settings, hanging_simulator, customer_id, db_conn, mode
+):
+    settings = make_settings(
+        intake_mode=mode, provider_url=f"{hanging_simulator.url}/v1", provider_timeout_s=0.5, lab_routes=False
+    )
     tickets = [marked_ticket(customer_id) for _ in range(3)]
     with serve(create_app(settings)) as url:
         started = time.perf_counter()

@@ -10,8 +10,8 @@ import statistics
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from typing import Iterator
 from urllib.parse import urlsplit
 
 import httpx
@@ -22,10 +22,19 @@ import pytest
 from scripts.toolkit import lab, processes
 from tests.lab.reliability.reliability_testing import marked_ticket, rows_of
 
-PARSERS = [pytest.param("httptools", marks=pytest.mark.skipif(importlib.util.find_spec("httptools") is None,
-                                                              reason="httptools is not installed")), "h11"]
-LIMITS = {"HTTP_MAX_CONNECTIONS": "64", "HTTP_MAX_HEADER_BYTES": "16384", "HTTP_HEADER_TIMEOUT_S": "2",
-          "HTTP_BODY_TIMEOUT_S": "2"}
+PARSERS = [
+    pytest.param(
+        "httptools",
+        marks=pytest.mark.skipif(importlib.util.find_spec("httptools") is None, reason="httptools is not installed"),
+    ),
+    "h11",
+]
+LIMITS = {
+    "HTTP_MAX_CONNECTIONS": "64",
+    "HTTP_MAX_HEADER_BYTES": "16384",
+    "HTTP_HEADER_TIMEOUT_S": "2",
+    "HTTP_BODY_TIMEOUT_S": "2",
+}
 TIMEOUT_S = 2.0
 
 
@@ -87,7 +96,7 @@ def send_slowly(sock: socket.socket, data: bytes, every_s: float, for_s: float) 
         if time.monotonic() > deadline:
             return
         try:
-            sock.sendall(data[index:index + 1])
+            sock.sendall(data[index : index + 1])
         except OSError:
             return
         time.sleep(every_s)
@@ -100,7 +109,7 @@ def test_a_request_head_over_the_limit_is_431(api, pieces):
         step = len(head) // pieces + 1
         for start in range(0, len(head), step):
             try:
-                sock.sendall(head[start:start + step])
+                sock.sendall(head[start : start + step])
             except OSError:
                 break  # answered and closed before the head was over
             time.sleep(0.01 if pieces > 1 else 0)
@@ -132,8 +141,9 @@ def test_a_head_sent_a_byte_at_a_time_is_cut_off_after_the_header_timeout(api):
 def test_a_body_sent_a_byte_at_a_time_is_cut_off_after_the_body_timeout_and_saves_nothing(api, customer_id, db_conn):
     ticket = marked_ticket(customer_id)
     body = orjson.dumps(ticket)
-    head = (f"POST /v1/tickets HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(body)}\r\n\r\n").encode()
+    head = (
+        f"POST /v1/tickets HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode()
     started = time.monotonic()
     with socket.create_connection(address(api.url), timeout=10) as sock:
         sock.sendall(head)
@@ -152,8 +162,9 @@ def test_a_body_sent_a_byte_at_a_time_is_cut_off_after_the_body_timeout_and_save
 def test_one_connection_over_the_limit_gets_503_and_idle_keep_alive_ones_count(api):
     limit = int(LIMITS["HTTP_MAX_CONNECTIONS"])
     with ExitStack() as stack_of_sockets:
-        held = [stack_of_sockets.enter_context(socket.create_connection(address(api.url), timeout=5))
-                for _ in range(limit)]
+        held = [
+            stack_of_sockets.enter_context(socket.create_connection(address(api.url), timeout=5)) for _ in range(limit)
+        ]
         for sock in held[: limit // 2]:  # half of them asked once and now wait, kept alive
             assert ask_health(sock) == 200
         refused = httpx.get(f"{api.url}/health", timeout=5)
@@ -234,15 +245,18 @@ def drip(url: str, kind: str) -> None:
     """A head, or a body after its head, sent a byte every 0.2 s until the server gives up on it."""
     with socket.create_connection(address(url), timeout=10) as sock:
         if kind == "body":
-            sock.sendall(b"POST /v1/tickets HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                         b"Content-Length: 100\r\n\r\n")
+            sock.sendall(
+                b"POST /v1/tickets HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+            )
         send_slowly(sock, b"X" * 100, every_s=0.2, for_s=TIMEOUT_S + 3)
 
 
 # Starts the API with the soft open-files limit at 1,024, the usual default of a Linux login.
-WITH_1024_OPEN_FILES = ("import os, resource, sys; hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]; "
-                        "resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard)); "
-                        "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])")
+WITH_1024_OPEN_FILES = (
+    "import os, resource, sys; hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]; "
+    "resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard)); "
+    "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])"
+)
 
 
 def test_the_default_limit_serves_2048_connections_even_from_1024_open_files(database_url, tmp_path):
@@ -254,16 +268,27 @@ def test_the_default_limit_serves_2048_connections_even_from_1024_open_files(dat
         pytest.skip(f"the hard open-files limit ({hard}) is too low for this test")
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 2 * limit + 512), hard))  # this test holds 2,049 sockets
     port = processes.free_port()
-    argv = [sys.executable, "-c", WITH_1024_OPEN_FILES, "-m", "uvicorn", "ticket_api.main:app", "--port", str(port),
-            "--timeout-keep-alive", "60"]
+    argv = [
+        sys.executable,
+        "-c",
+        WITH_1024_OPEN_FILES,
+        "-m",
+        "uvicorn",
+        "ticket_api.main:app",
+        "--port",
+        str(port),
+        "--timeout-keep-alive",
+        "60",
+    ]
     env = {"DATABASE_URL": database_url, "HTTP_HEADER_TIMEOUT_S": "60", "LOG_LEVEL": "WARNING"}
     try:
         with processes.Service("api", argv, port, env=env, log_dir=tmp_path) as api, ExitStack() as held:
             assert open_files_soft_limit(api.process.pid) >= 2 * limit
             with httpx.Client(base_url=api.url, timeout=10) as prober:  # connection number 1
                 prober.get("/health")
-                sockets = [held.enter_context(socket.create_connection(address(api.url), timeout=10))
-                           for _ in range(limit - 1)]
+                sockets = [
+                    held.enter_context(socket.create_connection(address(api.url), timeout=10)) for _ in range(limit - 1)
+                ]
                 assert all(ask_health(sock) == 200 for sock in sockets)
                 refused = httpx.get(f"{api.url}/health", timeout=10)
                 assert (refused.status_code, refused.json()["error"]) == (503, "too_many_connections")
@@ -283,7 +308,9 @@ def test_the_limits_apply_to_fastapi_dev_and_fastapi_run_too(database_url, tmp_p
     for command in (["dev"], ["run", "--host", "127.0.0.1"]):
         port = processes.free_port()
         argv = [sys.executable, "-m", "fastapi", *command, "--port", str(port)]
-        with processes.Service("api", argv, port, env={"DATABASE_URL": database_url}, log_dir=tmp_path / command[0]) as api:
+        with processes.Service(
+            "api", argv, port, env={"DATABASE_URL": database_url}, log_dir=tmp_path / command[0]
+        ) as api:
             status, body = answer(big_head_answer(api.url))
             assert (status, body["error"]) == (431, "headers_too_large"), command
 

@@ -39,15 +39,21 @@ def faulty_simulator(start_simulator):
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_every_answer_under_faults_has_the_rows_its_status_promises(make_settings, faulty_simulator, customer_id,
-                                                                    db_conn, mode):
-    settings = make_settings(intake_mode=mode, provider_url=f"{faulty_simulator.url}/v1", provider_timeout_s=0.5,
-                             provider_api_key=f"sk-test-{mode}", lab_routes=False)  # a key, so a quota, per mode
+def test_every_answer_under_faults_has_the_rows_its_status_promises(
+    make_settings, faulty_simulator, customer_id, db_conn, mode
+):
+    settings = make_settings(
+        intake_mode=mode,
+        provider_url=f"{faulty_simulator.url}/v1",
+        provider_timeout_s=0.5,
+        provider_api_key=f"sk-test-{mode}",
+        lab_routes=False,
+    )  # a key, so a quota, per mode
     tickets = [marked_ticket(customer_id, f"n{number}") for number in range(16)]
     with serve(create_app(settings)) as url:
         answers = post_all(url, tickets, concurrency=4)
         assert_idle(url)
-    for ticket, answer in zip(tickets, answers):
+    for ticket, answer in zip(tickets, answers, strict=False):
         assert_rows_match_answer(db_conn, ticket, answer)
     errors = Counter(answer.json()["error"] for answer in answers if answer.status_code != 201)
     assert 0 < len(errors) and sum(errors.values()) < len(tickets), errors
@@ -75,7 +81,7 @@ def test_sigterm_in_the_middle_of_work_loses_no_ticket(start_api, slow_simulator
     exit_code = api.stop()  # SIGTERM: uvicorn stops accepting and finishes what it has
     sender.join(timeout=60)
     assert exit_code != -9, "the API had to be killed"
-    for ticket, answer in zip(tickets, answers):
+    for ticket, answer in zip(tickets, answers, strict=False):
         assert_rows_match_answer(db_conn, ticket, None if isinstance(answer, Exception) else answer)
     created = [answer for answer in answers if not isinstance(answer, Exception) and answer.status_code == 201]
     assert created, answers
@@ -87,9 +93,30 @@ def test_sigterm_in_the_middle_of_work_loses_no_ticket(start_api, slow_simulator
 
 
 def test_the_soak_checks_every_mode_through_a_restart(tmp_path):
-    result = run_module("scripts.soak", "--tickets", "24", "--users", "6", "--modes", "thread,blocking,async",
-                        "--speed", "0.05", "--provider-timeout", "0.5", "--hang-s", "2", "--error-rate", "0.1",
-                        "--hang-rate", "0.05", "--quota", "30", "--json", "--out", str(tmp_path))
+    result = run_module(
+        "scripts.soak",
+        "--tickets",
+        "24",
+        "--users",
+        "6",
+        "--modes",
+        "thread,blocking,async",
+        "--speed",
+        "0.05",
+        "--provider-timeout",
+        "0.5",
+        "--hang-s",
+        "2",
+        "--error-rate",
+        "0.1",
+        "--hang-rate",
+        "0.05",
+        "--quota",
+        "30",
+        "--json",
+        "--out",
+        str(tmp_path),
+    )
     assert result.returncode == 0, result.stderr
     figures = json.loads(result.stdout)
     assert figures["violations"] == 0
@@ -111,8 +138,9 @@ def test_the_soak_check_finds_lost_duplicated_and_unanswered_tickets(database_ur
         with connect(dsn) as conn:
             conn.execute("ALTER TABLE tickets DISABLE TRIGGER USER")  # lets rows without AI results in, to be found
             for ticket in (tickets[1], tickets[1], tickets[3]):  # 1 lost, 2 saved twice, 4 saved despite its 503
-                conn.execute("INSERT INTO tickets (customer_id, subject, body) VALUES (1, %s, 'b')",
-                             (ticket["subject"],))
+                conn.execute(
+                    "INSERT INTO tickets (customer_id, subject, body) VALUES (1, %s, 'b')", (ticket["subject"],)
+                )
         outcomes = [soak.Journey(number, ticket["key"]) for number, ticket in enumerate(tickets, start=1)]
         for outcome in outcomes[:3]:
             outcome.status, outcome.ticket_id = 201, 10**9

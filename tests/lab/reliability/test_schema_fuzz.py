@@ -28,11 +28,17 @@ from ticket_api.main import create_app
 
 SCHEMA = schemathesis.openapi.from_dict(main.app.openapi()).exclude(path_regex="^/lab/")
 OPERATIONS = {result.ok().label: result.ok() for result in SCHEMA.get_all_operations()}
-CONFORMANCE = [not_a_server_error, status_code_conformance, content_type_conformance, response_headers_conformance,
-               response_schema_conformance]
+CONFORMANCE = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+]
 EXAMPLES = {"POST /v1/tickets": 300}  # the one that writes, and the richest input; the others get 100
 CASES = [(label, GenerationMode.POSITIVE) for label in OPERATIONS] + [
-    (label, GenerationMode.NEGATIVE) for label, operation in OPERATIONS.items()
+    (label, GenerationMode.NEGATIVE)
+    for label, operation in OPERATIONS.items()
     if operation.body or any(True for _ in operation.iter_parameters())  # without input nothing can be invalid
 ]
 
@@ -40,8 +46,9 @@ CASES = [(label, GenerationMode.POSITIVE) for label in OPERATIONS] + [
 @pytest.fixture(scope="module")
 def served(database_url: str) -> str:
     """The API with an instant fake provider on a real server in a thread; its URL."""
-    settings = load_settings(_env_file=None, database_url=database_url, db_pool_min_size=1, log_level="WARNING",
-                             lab_routes=False)
+    settings = load_settings(
+        _env_file=None, database_url=database_url, db_pool_min_size=1, log_level="WARNING", lab_routes=False
+    )
     with serve(create_app(settings, FakeProvider(0.0))) as url:
         yield url
 
@@ -56,15 +63,27 @@ def known_customer(database_url: str) -> int:
 def test_the_schema_covers_the_ticket_routes():
     assert {"POST /v1/tickets", "GET /v1/tickets", "GET /v1/tickets/{ticket_id}", "GET /health"} <= set(OPERATIONS)
     assert set(OPERATIONS["POST /v1/tickets"].definition.raw["responses"]) == {
-        "201", "404", "413", "422", "502", "503", "504"}
+        "201",
+        "404",
+        "413",
+        "422",
+        "502",
+        "503",
+        "504",
+    }
 
 
 @pytest.mark.parametrize(("label", "mode"), CASES, ids=[f"{label} {mode.value}" for label, mode in CASES])
 def test_no_server_error_and_no_answer_outside_the_schema(served, known_customer, label, mode):
     checks = CONFORMANCE + ([negative_data_rejection] if mode is GenerationMode.NEGATIVE else [])
 
-    @settings(max_examples=EXAMPLES.get(label, 100), derandomize=True, database=None, deadline=None,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+    @settings(
+        max_examples=EXAMPLES.get(label, 100),
+        derandomize=True,
+        database=None,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+    )
     @given(case=OPERATIONS[label].as_strategy(generation_mode=mode), known=st.booleans())
     def call(case, known: bool) -> None:
         # Random ids are almost never customers: half the valid tickets get a real one, to reach the INSERT.

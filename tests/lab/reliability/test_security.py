@@ -46,8 +46,11 @@ def listening_addresses(pid: int) -> set[str]:
 def test_every_server_of_the_lab_defaults_to_loopback():
     assert SimulatorSettings().host == "127.0.0.1"
     assert uvicorn.Config(app=None).host == "127.0.0.1"
-    hosts = {name: [p.default for p in command.params if p.name == "host"]
-             for name, command in typer.main.get_command(fastapi_cli).commands.items() if name in ("dev", "run")}
+    hosts = {
+        name: [p.default for p in command.params if p.name == "host"]
+        for name, command in typer.main.get_command(fastapi_cli).commands.items()
+        if name in ("dev", "run")
+    }
     assert hosts["dev"] == ["127.0.0.1"]  # the course's command
     assert hosts["run"] == ["0.0.0.0"]  # so the lab never tells anyone to use it without --host
     readmes = [p for p in TICKET_API.parent.rglob("README.md") if not {".venv", ".lab"} & set(p.parts)]
@@ -58,10 +61,16 @@ def test_every_server_of_the_lab_defaults_to_loopback():
 
 def test_the_simulator_and_the_api_listen_on_loopback_when_not_told_otherwise(database_url, tmp_path):
     sim_port, api_port = processes.free_port(), processes.free_port()
-    simulator = processes.Service("simulator", [sys.executable, "-m", "simulator", "--port", str(sim_port)], sim_port,
-                              log_dir=tmp_path)
-    api = processes.Service("api", [sys.executable, "-m", "uvicorn", "ticket_api.main:app", "--port", str(api_port)],
-                        api_port, env={"DATABASE_URL": database_url}, log_dir=tmp_path)
+    simulator = processes.Service(
+        "simulator", [sys.executable, "-m", "simulator", "--port", str(sim_port)], sim_port, log_dir=tmp_path
+    )
+    api = processes.Service(
+        "api",
+        [sys.executable, "-m", "uvicorn", "ticket_api.main:app", "--port", str(api_port)],
+        api_port,
+        env={"DATABASE_URL": database_url},
+        log_dir=tmp_path,
+    )
     with simulator, api:
         assert listening_addresses(simulator.process.pid) == {"127.0.0.1"}
         assert listening_addresses(api.process.pid) == {"127.0.0.1"}
@@ -91,36 +100,51 @@ def test_the_provider_key_appears_in_no_log_line_and_no_answer(start_api, failin
     assert all(secret not in answer.text and secret not in str(answer.headers) for answer in answers)
 
 
-def test_no_password_and_no_key_in_any_line_or_answer_of_a_faulty_run(start_api, start_simulator, failing_simulator,
-                                                                      own_database):
+def test_no_password_and_no_key_in_any_line_or_answer_of_a_faulty_run(
+    start_api, start_simulator, failing_simulator, own_database
+):
     """Bad DATABASE_URLs, the database lost while running, provider errors, hangs and quota: nothing shows a secret."""
     password, key = f"pw-{uuid.uuid4().hex}", f"sk-secret-{uuid.uuid4().hex}"
     seen: list[str] = []  # every line printed or logged, every answer
-    for url in [f"postgresql+psycopg://lab:{password}@127.0.0.1:5432/lab", f"postgresql://lab:{password}@[::1/lab",
-                f"postgresql://lab:{password}%zz@127.0.0.1/lab", f"host=127.0.0.1 user=lab password='{password}",
-                f"postgresql://lab:{password}@127.0.0.1:{processes.free_port()}/lab",
-                f"host=127.0.0.1 port={processes.free_port()} user=lab password={password}"]:
-        started = subprocess.run([sys.executable, "-m", "uvicorn", "ticket_api.main:app", "--port", str(processes.free_port())],
-                                 cwd=cli.PROJECT_ROOT, env={**os.environ, "DATABASE_URL": url}, capture_output=True,
-                                 text=True, timeout=60)
+    for url in [
+        f"postgresql+psycopg://lab:{password}@127.0.0.1:5432/lab",
+        f"postgresql://lab:{password}@[::1/lab",
+        f"postgresql://lab:{password}%zz@127.0.0.1/lab",
+        f"host=127.0.0.1 user=lab password='{password}",
+        f"postgresql://lab:{password}@127.0.0.1:{processes.free_port()}/lab",
+        f"host=127.0.0.1 port={processes.free_port()} user=lab password={password}",
+    ]:
+        started = subprocess.run(
+            [sys.executable, "-m", "uvicorn", "ticket_api.main:app", "--port", str(processes.free_port())],
+            cwd=cli.PROJECT_ROOT,
+            env={**os.environ, "DATABASE_URL": url},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert started.returncode == 3
         status = run_module("scripts.db", "status", env={"DATABASE_URL": url})
         assert status.returncode == 2
         seen += [started.stdout, started.stderr, status.stdout, status.stderr]
-    with_password = [own_database.dsn.replace("postgres:@", f"postgres:{password}@", 1),  # the URL form
-                     make_conninfo(own_database.dsn, password=password)]  # the key=value form
+    with_password = [
+        own_database.dsn.replace("postgres:@", f"postgres:{password}@", 1),  # the URL form
+        make_conninfo(own_database.dsn, password=password),
+    ]  # the key=value form
     env = {"PROVIDER_API_KEY": key, "LOG_LEVEL": "DEBUG", "PROVIDER_TIMEOUT_S": "0.5"}
     errors_and_hangs = start_simulator("--error-rate", "0.4", "--hang-rate", "0.3", "--hang-s", "2", "--seed", "5")
-    apis = [start_api(f"{simulator.url}/v1", DATABASE_URL=dsn, **env)
-            for simulator, dsn in zip((errors_and_hangs, failing_simulator), with_password)]
+    apis = [
+        start_api(f"{simulator.url}/v1", DATABASE_URL=dsn, **env)
+        for simulator, dsn in zip((errors_and_hangs, failing_simulator), with_password, strict=False)
+    ]
     answers = [answer for api in apis for answer in post_all(api.url, [marked_ticket(1) for _ in range(8)], 4)]
     assert {"ai_busy", "ai_unavailable", "ai_timeout"} <= {answer.json().get("error") for answer in answers}
     assert stop_embedded(own_database.pgdata)
     try:
         for api in apis:
             lost = post_all(api.url, [marked_ticket(1)], 1) + [httpx.get(f"{api.url}/v1/tickets/1", timeout=30)]
-            assert [answer.json() for answer in lost] == [{"error": "db_unavailable",
-                                                            "detail": "the database is unavailable"}] * 2
+            assert [answer.json() for answer in lost] == [
+                {"error": "db_unavailable", "detail": "the database is unavailable"}
+            ] * 2
             answers += lost
     finally:
         embedded_dsn(own_database.pgdata)
@@ -152,8 +176,12 @@ def unsafe_sql(source: str, filename: str) -> list[str]:
     """Calls that run SQL not written as a literal (or as an f-string of allowed constants)."""
     problems = []
     for node in ast.walk(ast.parse(source)):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and node.func.attr in SQL_CALLS and node.args):
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in SQL_CALLS
+            and node.args
+        ):
             continue
         query = node.args[0]
         if isinstance(query, ast.Constant) and isinstance(query.value, str):
@@ -168,27 +196,35 @@ def unsafe_sql(source: str, filename: str) -> list[str]:
 
 
 def test_sql_is_only_run_with_bound_parameters():
-    problems = [problem for path in sorted(TICKET_API.glob("*.py"))
-                for problem in unsafe_sql(path.read_text(), path.name)]
+    problems = [
+        problem for path in sorted(TICKET_API.glob("*.py")) for problem in unsafe_sql(path.read_text(), path.name)
+    ]
     assert problems == []
-    constants = {node.targets[0].id: node.value for node in ast.parse((TICKET_API / "repository.py").read_text()).body
-                 if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)}
+    constants = {
+        node.targets[0].id: node.value
+        for node in ast.parse((TICKET_API / "repository.py").read_text()).body
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
+    }
     assert all(isinstance(constants[name], ast.Constant) for name in ALLOWED_IN_FSTRINGS)
 
 
-@pytest.mark.parametrize("line", [
-    'conn.execute(f"SELECT * FROM tickets WHERE id = {ticket_id}")',
-    'conn.execute("SELECT * FROM tickets WHERE subject = \'%s\'" % subject)',
-    'conn.execute("SELECT * FROM tickets WHERE id = {}".format(ticket_id))',
-    'conn.execute("SELECT * FROM tickets WHERE id = " + str(ticket_id))',
-    'query = f"DELETE FROM tickets WHERE id = {ticket_id}"\nconn.cursor().execute(query)',
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        'conn.execute(f"SELECT * FROM tickets WHERE id = {ticket_id}")',
+        "conn.execute(\"SELECT * FROM tickets WHERE subject = '%s'\" % subject)",
+        'conn.execute("SELECT * FROM tickets WHERE id = {}".format(ticket_id))',
+        'conn.execute("SELECT * FROM tickets WHERE id = " + str(ticket_id))',
+        'query = f"DELETE FROM tickets WHERE id = {ticket_id}"\nconn.cursor().execute(query)',
+    ],
+)
 def test_the_sql_check_catches_queries_built_from_data(line):
     assert unsafe_sql(line, "example.py")
 
 
-def call_simulator(app, method: str, path: str, client_host: str, token: str | None = None,
-                   body: bytes = b"") -> tuple[int, bytes]:
+def call_simulator(
+    app, method: str, path: str, client_host: str, token: str | None = None, body: bytes = b""
+) -> tuple[int, bytes]:
     """One request straight into the simulator's ASGI app, as if from `client_host`: (status, body)."""
     headers = [(b"authorization", f"Bearer {token}".encode())] if token else []
     scope = {"type": "http", "method": method, "path": path, "headers": headers, "client": (client_host, 50000)}
@@ -204,12 +240,15 @@ def call_simulator(app, method: str, path: str, client_host: str, token: str | N
     return sent[0]["status"], b"".join(message.get("body", b"") for message in sent[1:])
 
 
-@pytest.mark.parametrize(("method", "path", "body"), [
-    ("GET", "/admin/quota", b""),
-    ("PUT", "/admin/quota", b'{"requests_per_minute": 0}'),
-    ("PUT", "/admin/quota", b"not json"),
-    ("POST", "/admin/quota/reset", b""),
-])
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        ("GET", "/admin/quota", b""),
+        ("PUT", "/admin/quota", b'{"requests_per_minute": 0}'),
+        ("PUT", "/admin/quota", b"not json"),
+        ("POST", "/admin/quota/reset", b""),
+    ],
+)
 def test_the_simulators_admin_answers_only_loopback_or_the_token(method, path, body):
     app = build_app(SimulatorSettings(admin_token="t0ken", quota=7), load_recording(BUNDLED_RECORDING))
     remote = "203.0.113.9"  # a documentation address, only written into the request: nothing is sent anywhere
@@ -230,8 +269,10 @@ def test_an_unexpected_error_is_500_without_the_exception_text(make_settings, cu
     with serve(create_app(make_settings(intake_mode=mode, lab_routes=False), provider)) as url:
         answer = httpx.post(f"{url}/v1/tickets", json=marked_ticket(customer_id), timeout=30)
         assert answer.status_code == 500
-        assert answer.json() == {"error": "internal_error",
-                                 "detail": "an unexpected error; the API log has the details"}
+        assert answer.json() == {
+            "error": "internal_error",
+            "detail": "an unexpected error; the API log has the details",
+        }
         assert httpx.get(f"{url}/health", timeout=10).status_code == 200
         assert_idle(url)
 
@@ -239,8 +280,9 @@ def test_an_unexpected_error_is_500_without_the_exception_text(make_settings, cu
 @pytest.fixture(scope="module")
 def logged_api(database_url: str):
     """The API on a real server in a thread, logging its request lines (INFO)."""
-    settings = load_settings(_env_file=None, database_url=database_url, db_pool_min_size=1, log_level="INFO",
-                             lab_routes=False)
+    settings = load_settings(
+        _env_file=None, database_url=database_url, db_pool_min_size=1, log_level="INFO", lab_routes=False
+    )
     with serve(create_app(settings, FakeProvider(0.0))) as url:
         yield url
 
@@ -253,8 +295,11 @@ def raw_request(url: str, head: bytes) -> bytes:
         return sock.recv(4096).split(b"\r\n\r\n")[0]
 
 
-@pytest.mark.parametrize("sent", [b"x" * 1000, b"abc\rdef", b"abc def", b"caf\xc3\xa9", b"<script>", b""],
-                         ids=["1000-chars", "carriage-return", "space", "non-ascii", "markup", "empty"])
+@pytest.mark.parametrize(
+    "sent",
+    [b"x" * 1000, b"abc\rdef", b"abc def", b"caf\xc3\xa9", b"<script>", b""],
+    ids=["1000-chars", "carriage-return", "space", "non-ascii", "markup", "empty"],
+)
 def test_an_unsafe_request_id_is_replaced_before_it_is_echoed_or_logged(logged_api, caplog, sent):
     caplog.set_level(logging.INFO, logger="ticket_api")
     head = raw_request(logged_api, b"GET /health HTTP/1.1\r\nHost: x\r\nX-Request-ID: " + sent + b"\r\n\r\n")

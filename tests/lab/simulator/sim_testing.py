@@ -48,7 +48,11 @@ def start_server(module: str, *flags: str, stderr_path: Path, env: dict | None =
     with stderr_path.open("w") as stderr:
         process = subprocess.Popen(
             [sys.executable, "-m", module, "--port", "0", *flags],
-            cwd=PROJECT_ROOT, env=environment, stdout=subprocess.PIPE, stderr=stderr, text=True,
+            cwd=PROJECT_ROOT,
+            env=environment,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
         )
     line = process.stdout.readline()
     if "http://" not in line:
@@ -67,9 +71,14 @@ def write_recording(path: Path, calls: list[dict]) -> Path:
 
 def recorded_call(operation: str, latency_ms: float, ttft_ms: float | None = None, completion_tokens: int = 10) -> dict:
     """One call line for write_recording."""
-    line = {"operation": operation, "endpoint": "embeddings" if operation == "embed" else "chat",
-            "model": "test-model", "latency_ms": latency_ms, "prompt_tokens": 5,
-            "completion_tokens": 0 if operation == "embed" else completion_tokens}
+    line = {
+        "operation": operation,
+        "endpoint": "embeddings" if operation == "embed" else "chat",
+        "model": "test-model",
+        "latency_ms": latency_ms,
+        "prompt_tokens": 5,
+        "completion_tokens": 0 if operation == "embed" else completion_tokens,
+    }
     if ttft_ms is not None:
         line["ttft_ms"] = ttft_ms
     return line
@@ -83,8 +92,9 @@ def chat_body(operation: str | None = "draft", text: str = "Subject: Printer on 
     return body
 
 
-def post_many(base_url: str, path: str, bodies: list[dict], concurrency: int = 16,
-              headers: dict | None = None) -> list[httpx.Response]:
+def post_many(
+    base_url: str, path: str, bodies: list[dict], concurrency: int = 16, headers: dict | None = None
+) -> list[httpx.Response]:
     """POST every body, `concurrency` at a time, over one async client; the responses in order."""
 
     async def post_all() -> list[httpx.Response]:

@@ -30,32 +30,38 @@ def assert_openai_error(answer: httpx.Response, status: int, param: str | None =
         assert error["param"] == param
 
 
-@pytest.mark.parametrize(("raw", "param"), [
-    (b"{", None),
-    (b"", None),
-    (b"[]", None),
-    (b"\xff\xfe", None),
-    (b'{"messages": [{"role": "user", "content": "hi"}]}', "model"),
-    (b'{"model": 5, "messages": [{"role": "user", "content": "hi"}]}', "model"),
-    (b'{"model": "m"}', "messages"),
-    (b'{"model": "m", "messages": {}}', "messages"),
-    (b'{"model": "m", "messages": []}', "messages"),
-    (b'{"model": "m", "messages": [1]}', "messages[0]"),
-    (b'{"model": "m", "messages": [{"content": "hi"}]}', "messages[0]"),
-    (b'{"model": "m", "messages": [{"role": "user", "content": 7}]}', "messages[0].content"),
-])
+@pytest.mark.parametrize(
+    ("raw", "param"),
+    [
+        (b"{", None),
+        (b"", None),
+        (b"[]", None),
+        (b"\xff\xfe", None),
+        (b'{"messages": [{"role": "user", "content": "hi"}]}', "model"),
+        (b'{"model": 5, "messages": [{"role": "user", "content": "hi"}]}', "model"),
+        (b'{"model": "m"}', "messages"),
+        (b'{"model": "m", "messages": {}}', "messages"),
+        (b'{"model": "m", "messages": []}', "messages"),
+        (b'{"model": "m", "messages": [1]}', "messages[0]"),
+        (b'{"model": "m", "messages": [{"content": "hi"}]}', "messages[0]"),
+        (b'{"model": "m", "messages": [{"role": "user", "content": 7}]}', "messages[0].content"),
+    ],
+)
 def test_malformed_chat_bodies(fast, raw, param):
     assert_openai_error(fast.post(CHAT, content=raw), 400, param)
 
 
-@pytest.mark.parametrize(("extra", "param"), [
-    ({"stream": "yes"}, "stream"),
-    ({"stream": True, "stream_options": []}, "stream_options"),
-    ({"stream": True, "stream_options": {"include_usage": "true"}}, "stream_options.include_usage"),
-    ({"metadata": "classify"}, "metadata"),
-    ({"metadata": {"operation": "summarise"}}, "metadata.operation"),
-    ({"response_format": "json"}, "response_format"),
-])
+@pytest.mark.parametrize(
+    ("extra", "param"),
+    [
+        ({"stream": "yes"}, "stream"),
+        ({"stream": True, "stream_options": []}, "stream_options"),
+        ({"stream": True, "stream_options": {"include_usage": "true"}}, "stream_options.include_usage"),
+        ({"metadata": "classify"}, "metadata"),
+        ({"metadata": {"operation": "summarise"}}, "metadata.operation"),
+        ({"response_format": "json"}, "response_format"),
+    ],
+)
 def test_chat_fields_of_the_wrong_type(fast, extra, param):
     assert_openai_error(fast.post(CHAT, json={"model": "m", "messages": MESSAGES, **extra}), 400, param)
 
@@ -70,19 +76,22 @@ def test_a_strange_but_valid_response_format_falls_back_to_the_default_enums(fas
     assert answer.status_code == 200
 
 
-@pytest.mark.parametrize(("fields", "param"), [
-    ({}, "input"),
-    ({"input": 5}, "input"),
-    ({"input": []}, "input"),
-    ({"input": [1, 2]}, "input"),
-    ({"input": ["ok", ""]}, "input"),
-    ({"input": ["x"] * 2049}, "input"),
-    ({"input": "x", "dimensions": 0}, "dimensions"),
-    ({"input": "x", "dimensions": 5000}, "dimensions"),
-    ({"input": "x", "dimensions": "256"}, "dimensions"),
-    ({"input": "x", "dimensions": True}, "dimensions"),
-    ({"input": "x", "encoding_format": "hex"}, "encoding_format"),
-])
+@pytest.mark.parametrize(
+    ("fields", "param"),
+    [
+        ({}, "input"),
+        ({"input": 5}, "input"),
+        ({"input": []}, "input"),
+        ({"input": [1, 2]}, "input"),
+        ({"input": ["ok", ""]}, "input"),
+        ({"input": ["x"] * 2049}, "input"),
+        ({"input": "x", "dimensions": 0}, "dimensions"),
+        ({"input": "x", "dimensions": 5000}, "dimensions"),
+        ({"input": "x", "dimensions": "256"}, "dimensions"),
+        ({"input": "x", "dimensions": True}, "dimensions"),
+        ({"input": "x", "encoding_format": "hex"}, "encoding_format"),
+    ],
+)
 def test_malformed_embeddings_bodies(fast, fields, param):
     assert_openai_error(fast.post(EMBEDDINGS, json={"model": "m", **fields}), 400, param)
 
@@ -111,14 +120,26 @@ json_values = st.recursive(
     lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
     max_leaves=12,
 )
-chat_fields = st.fixed_dictionaries({}, optional={
-    "model": json_values | st.just("m"), "messages": json_values | st.just(MESSAGES), "stream": json_values,
-    "stream_options": json_values, "metadata": json_values, "response_format": json_values,
-})
-embedding_fields = st.fixed_dictionaries({}, optional={
-    "model": json_values | st.just("m"), "input": json_values | st.just(["a", "b"]),
-    "dimensions": json_values | st.integers(-5, 4000), "encoding_format": json_values | st.just("base64"),
-})
+chat_fields = st.fixed_dictionaries(
+    {},
+    optional={
+        "model": json_values | st.just("m"),
+        "messages": json_values | st.just(MESSAGES),
+        "stream": json_values,
+        "stream_options": json_values,
+        "metadata": json_values,
+        "response_format": json_values,
+    },
+)
+embedding_fields = st.fixed_dictionaries(
+    {},
+    optional={
+        "model": json_values | st.just("m"),
+        "input": json_values | st.just(["a", "b"]),
+        "dimensions": json_values | st.integers(-5, 4000),
+        "encoding_format": json_values | st.just("base64"),
+    },
+)
 
 
 @settings(max_examples=150, database=None, deadline=None)

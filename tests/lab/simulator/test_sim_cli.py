@@ -17,8 +17,14 @@ from tests.lab.simulator.sim_testing import PROJECT_ROOT, chat_body, recorded_ca
 
 def run_command(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     """Run `python -m ...` from the project root and wait for it."""
-    return subprocess.run([sys.executable, "-m", *args], cwd=PROJECT_ROOT, capture_output=True, text=True,
-                          timeout=60, env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", *args],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def assert_one_line_usage_error(result: subprocess.CompletedProcess, *words: str) -> None:
@@ -35,15 +41,18 @@ def test_a_flag_wins_over_the_environment_which_wins_over_the_default():
     assert load_settings(["--access-log"], {}).access_log is True
 
 
-@pytest.mark.parametrize(("argv", "environ", "words"), [
-    (["--speed", "fast"], {}, ["--speed"]),
-    (["--speed", "-1"], {}, ["--speed"]),
-    (["--nope"], {}, ["--nope"]),
-    (["--mode", "random"], {}, ["--mode"]),
-    (["--error-rate", "0.7", "--hang-rate", "0.7"], {}, ["--error-rate", "--hang-rate"]),
-    ([], {"SIM_PORT": "70000"}, ["SIM_PORT"]),
-    ([], {"SIM_MODE": "shuffle"}, ["SIM_MODE"]),
-])
+@pytest.mark.parametrize(
+    ("argv", "environ", "words"),
+    [
+        (["--speed", "fast"], {}, ["--speed"]),
+        (["--speed", "-1"], {}, ["--speed"]),
+        (["--nope"], {}, ["--nope"]),
+        (["--mode", "random"], {}, ["--mode"]),
+        (["--error-rate", "0.7", "--hang-rate", "0.7"], {}, ["--error-rate", "--hang-rate"]),
+        ([], {"SIM_PORT": "70000"}, ["SIM_PORT"]),
+        ([], {"SIM_MODE": "shuffle"}, ["SIM_MODE"]),
+    ],
+)
 def test_bad_settings_exit_2_with_one_line(capsys, argv, environ, words):
     with pytest.raises(SystemExit) as stopped:
         load_settings(argv, environ)
@@ -66,8 +75,9 @@ def test_a_bad_flag_on_the_command_line(tmp_path):
 
 
 def test_an_unreadable_or_invalid_recording(tmp_path):
-    assert_one_line_usage_error(run_command("simulator", "--recording", str(tmp_path / "missing.jsonl")),
-                                "missing.jsonl")
+    assert_one_line_usage_error(
+        run_command("simulator", "--recording", str(tmp_path / "missing.jsonl")), "missing.jsonl"
+    )
     broken = write_recording(tmp_path / "broken.jsonl", [recorded_call("classify", 10)])
     with broken.open("a") as file:
         file.write('{"operation": "draft", "endpoint": "chat", "model": "m", "latency_ms": "slow"}\n')
@@ -83,8 +93,9 @@ def test_a_port_in_use():
 
 
 def test_start_up_prints_one_line_of_settings(server_factory):
-    sim = server_factory("--speed", "0.01", "--seed", "9", "--admin-token", "hidden-token",
-                         env={"SIM_SPEED": "5", "SIM_QUOTA": "42"})
+    sim = server_factory(
+        "--speed", "0.01", "--seed", "9", "--admin-token", "hidden-token", env={"SIM_SPEED": "5", "SIM_QUOTA": "42"}
+    )
     with sim.client() as client:
         assert client.get("/health").status_code == 200
     assert "speed=0.01" in sim.first_line and "seed=9" in sim.first_line and "quota=42/min" in sim.first_line
@@ -104,8 +115,10 @@ def test_a_signal_stops_it_cleanly_even_with_a_hanging_call(server_factory, stop
     def call(name: str, headers: dict) -> None:
         answers[name] = httpx.post(sim.api_url + "/chat/completions", json=chat_body(), headers=headers, timeout=30)
 
-    callers = [threading.Thread(target=call, args=("hang", {"X-Sim-Fault": "hang"})),
-               threading.Thread(target=call, args=("ordinary", {}))]
+    callers = [
+        threading.Thread(target=call, args=("hang", {"X-Sim-Fault": "hang"})),
+        threading.Thread(target=call, args=("ordinary", {})),
+    ]
     for caller in callers:
         caller.start()
     with sim.client() as client:
@@ -143,5 +156,6 @@ def test_the_other_commands_have_help_and_one_line_errors():
         assert run_command(module, "--help").returncode == 0, module
     assert_one_line_usage_error(run_command("simulator.bench", "--duration", "-1"), "--duration")
     no_upstream = {"SIM_UPSTREAM_URL": ""}
-    assert_one_line_usage_error(run_command("simulator.record", "--out", "x.jsonl", env=no_upstream),
-                                "SIM_UPSTREAM_URL")
+    assert_one_line_usage_error(
+        run_command("simulator.record", "--out", "x.jsonl", env=no_upstream), "SIM_UPSTREAM_URL"
+    )

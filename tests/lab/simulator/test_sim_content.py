@@ -69,10 +69,17 @@ def test_two_simulators_with_one_seed_answer_and_replay_alike(server_factory):
     for seed in ("21", "21", "22"):
         sim = server_factory("--speed", "0", "--quota", "0", "--seed", seed)
         with sim.client() as client:
-            answers = [client.post("/v1/chat/completions", json=chat_body(operation, text=f"Subject: S{number}\n\nb"))
-                       for number in range(10) for operation in ("classify", "draft")]
-        runs.append([(answer.json()["choices"][0]["message"]["content"], answer.headers["x-sim-replayed-ms"])
-                     for answer in answers])
+            answers = [
+                client.post("/v1/chat/completions", json=chat_body(operation, text=f"Subject: S{number}\n\nb"))
+                for number in range(10)
+                for operation in ("classify", "draft")
+            ]
+        runs.append(
+            [
+                (answer.json()["choices"][0]["message"]["content"], answer.headers["x-sim-replayed-ms"])
+                for answer in answers
+            ]
+        )
         sim.stop()
     assert runs[0] == runs[1]
     assert runs[0] != runs[2]

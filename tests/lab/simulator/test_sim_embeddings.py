@@ -9,12 +9,16 @@ from hypothesis import strategies as st
 from simulator.embeddings import cosine, embed_text
 from simulator.validate import MAX_EMBEDDING_VALUES
 
-BILLING = ["I was charged twice, please refund the duplicate payment",
-           "Refund request: duplicate charge on my card",
-           "My invoice shows a double charge, I need a refund"]
-UNRELATED = ["The mobile app crashes when I open the settings page",
-             "My parcel has not arrived and the tracking page shows nothing",
-             "How do I change the email address of my account"]
+BILLING = [
+    "I was charged twice, please refund the duplicate payment",
+    "Refund request: duplicate charge on my card",
+    "My invoice shows a double charge, I need a refund",
+]
+UNRELATED = [
+    "The mobile app crashes when I open the settings page",
+    "My parcel has not arrived and the tracking page shows nothing",
+    "How do I change the email address of my account",
+]
 
 
 @settings(max_examples=100, database=None, deadline=None)
@@ -32,8 +36,9 @@ def test_equal_texts_give_equal_vectors_and_the_default_is_1536():
 
 def test_similar_texts_are_closer_than_unrelated_ones():
     for dimensions in (256, 1536):
-        similar = [cosine(embed_text(a, dimensions), embed_text(b, dimensions))
-                   for a in BILLING for b in BILLING if a < b]
+        similar = [
+            cosine(embed_text(a, dimensions), embed_text(b, dimensions)) for a in BILLING for b in BILLING if a < b
+        ]
         unrelated = [cosine(embed_text(a, dimensions), embed_text(b, dimensions)) for a in BILLING for b in UNRELATED]
         assert min(similar) > 0.25
         assert max(unrelated) < 0.25

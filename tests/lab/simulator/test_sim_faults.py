@@ -18,11 +18,14 @@ def fault_sim(server_factory):
     return server_factory("--speed", "0.01", "--quota", "0", "--hang-s", str(HANG_S))
 
 
-@pytest.mark.parametrize(("fault", "status", "code"), [
-    ("error", 500, "simulated_error"),
-    ("unavailable", 503, "simulated_unavailable"),
-    ("rate_limit", 429, "rate_limit_exceeded"),
-])
+@pytest.mark.parametrize(
+    ("fault", "status", "code"),
+    [
+        ("error", 500, "simulated_error"),
+        ("unavailable", 503, "simulated_unavailable"),
+        ("rate_limit", 429, "rate_limit_exceeded"),
+    ],
+)
 @pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/embeddings"])
 def test_a_forced_fault_answers_with_its_openai_style_error(fault_sim, fault, status, code, path):
     body = chat_body("draft") if "chat" in path else {"model": "e", "input": "hi"}
@@ -84,21 +87,25 @@ def test_random_faults_follow_the_seed_and_the_rates():
 
 def test_the_slowdown_grows_with_calls_in_flight(server_factory, tmp_path):
     """With --slowdown 100, a lone call waits 2x its delay; with 20 in flight, up to 21x."""
-    recording = write_recording(tmp_path / "flat.jsonl", [recorded_call(operation, 100.0)
-                                                           for operation in ("classify", "draft", "embed")])
+    recording = write_recording(
+        tmp_path / "flat.jsonl", [recorded_call(operation, 100.0) for operation in ("classify", "draft", "embed")]
+    )
     sim = server_factory("--recording", str(recording), "--speed", "0.05", "--quota", "0", "--slowdown", "100")
     with sim.client() as client:
         alone = float(client.post("/v1/chat/completions", json=chat_body()).headers["x-sim-delay-ms"])
     assert alone == pytest.approx(100 * 0.05 * 2)
-    crowded = [float(answer.headers["x-sim-delay-ms"])
-               for answer in post_many(sim.base_url, "/v1/chat/completions", [chat_body()] * 20, concurrency=20)]
+    crowded = [
+        float(answer.headers["x-sim-delay-ms"])
+        for answer in post_many(sim.base_url, "/v1/chat/completions", [chat_body()] * 20, concurrency=20)
+    ]
     assert max(crowded) >= 5 * alone
 
 
 def test_a_caller_that_gives_up_stops_counting_as_in_flight_at_once(server_factory, tmp_path):
     """A hanging call slows the others (--slowdown) while its client waits, and no longer once it hangs up."""
-    recording = write_recording(tmp_path / "flat.jsonl", [recorded_call(operation, 100.0)
-                                                           for operation in ("classify", "draft", "embed")])
+    recording = write_recording(
+        tmp_path / "flat.jsonl", [recorded_call(operation, 100.0) for operation in ("classify", "draft", "embed")]
+    )
     sim = server_factory("--recording", str(recording), "--speed", "0.05", "--quota", "0", "--slowdown", "100")
     outcome = []
 

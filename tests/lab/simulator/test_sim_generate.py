@@ -29,8 +29,9 @@ def test_its_meta_line_says_it_is_generated_and_how():
 
 
 def test_each_median_is_the_courses_and_a_ticket_takes_2210_ms(bundled):
-    medians = {operation: statistics.median(call.latency_ms for call in bundled.calls[operation])
-               for operation in OPERATIONS}
+    medians = {
+        operation: statistics.median(call.latency_ms for call in bundled.calls[operation]) for operation in OPERATIONS
+    }
     assert medians == {"classify": 910.0, "draft": 1100.0, "embed": 200.0} == MEDIAN_MS
     assert sum(medians.values()) == 2210.0
 

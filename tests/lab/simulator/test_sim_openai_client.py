@@ -11,11 +11,17 @@ CATEGORIES = ["billing", "bug", "feature_request", "other"]
 PRIORITIES = ["p1", "p2", "p3"]
 CLASSIFICATION_FORMAT = {
     "type": "json_schema",
-    "json_schema": {"name": "classification", "schema": {
-        "type": "object",
-        "properties": {"category": {"type": "string", "enum": CATEGORIES},
-                       "priority": {"type": "string", "enum": PRIORITIES}},
-        "required": ["category", "priority"]}},
+    "json_schema": {
+        "name": "classification",
+        "schema": {
+            "type": "object",
+            "properties": {
+                "category": {"type": "string", "enum": CATEGORIES},
+                "priority": {"type": "string", "enum": PRIORITIES},
+            },
+            "required": ["category", "priority"],
+        },
+    },
 }
 
 
@@ -28,8 +34,10 @@ def client(sim):
 
 def test_a_plain_classify_call(client):
     answer = client.chat.completions.create(
-        model="my-model", messages=[{"role": "user", "content": "Subject: Refund\n\nPlease refund my invoice."}],
-        response_format=CLASSIFICATION_FORMAT, metadata={"operation": "classify"},
+        model="my-model",
+        messages=[{"role": "user", "content": "Subject: Refund\n\nPlease refund my invoice."}],
+        response_format=CLASSIFICATION_FORMAT,
+        metadata={"operation": "classify"},
     )
     assert answer.model == "my-model"
     classification = json.loads(answer.choices[0].message.content)
@@ -41,8 +49,11 @@ def test_a_plain_classify_call(client):
 
 def test_a_streamed_draft(client):
     stream = client.chat.completions.create(
-        model="gpt-4o-mini", messages=[{"role": "user", "content": "Subject: Cannot log in\n\nPassword reset fails."}],
-        stream=True, stream_options={"include_usage": True}, metadata={"operation": "draft"},
+        model="gpt-4o-mini",
+        messages=[{"role": "user", "content": "Subject: Cannot log in\n\nPassword reset fails."}],
+        stream=True,
+        stream_options={"include_usage": True},
+        metadata={"operation": "draft"},
     )
     chunks = list(stream)
     text = "".join(chunk.choices[0].delta.content or "" for chunk in chunks if chunk.choices)
@@ -53,10 +64,11 @@ def test_a_streamed_draft(client):
 def test_embeddings_as_base64_by_default_and_as_floats(client):
     texts = ["Refund for a double charge", "The app crashes on start"]
     default = client.embeddings.create(model="text-embedding-3-small", input=texts, dimensions=256)
-    floats = client.embeddings.create(model="text-embedding-3-small", input=texts, dimensions=256,
-                                      encoding_format="float")
+    floats = client.embeddings.create(
+        model="text-embedding-3-small", input=texts, dimensions=256, encoding_format="float"
+    )
     assert [item.index for item in default.data] == [0, 1]
-    for item, text in zip(default.data, texts):
+    for item, text in zip(default.data, texts, strict=False):
         assert item.embedding == pytest.approx(embed_text(text, 256), abs=1e-6)  # float32 on the wire
     assert floats.data[1].embedding == embed_text(texts[1], 256)
     assert default.usage.prompt_tokens > 0
@@ -64,11 +76,13 @@ def test_embeddings_as_base64_by_default_and_as_floats(client):
 
 def test_errors_become_the_clients_exceptions(client):
     with pytest.raises(openai.InternalServerError):
-        client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}],
-                                       extra_headers={"X-Sim-Fault": "error"})
+        client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "x"}], extra_headers={"X-Sim-Fault": "error"}
+        )
     with pytest.raises(openai.RateLimitError):
-        client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}],
-                                       extra_headers={"X-Sim-Fault": "rate_limit"})
+        client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "x"}], extra_headers={"X-Sim-Fault": "rate_limit"}
+        )
     with pytest.raises(openai.BadRequestError):
         client.chat.completions.create(model="m", messages=[])
 

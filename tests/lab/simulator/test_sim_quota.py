@@ -72,8 +72,9 @@ def quota_client(quota_sim):
 
 def chat(client, key: str = "key-a", **headers):
     """One chat call with the given API key."""
-    return client.post("/v1/chat/completions", json=chat_body("classify"),
-                       headers={"Authorization": f"Bearer {key}", **headers})
+    return client.post(
+        "/v1/chat/completions", json=chat_body("classify"), headers={"Authorization": f"Bearer {key}", **headers}
+    )
 
 
 def test_the_sixth_chat_call_in_a_minute_gets_429_with_retry_after(quota_client):
@@ -103,8 +104,9 @@ def test_streamed_and_refused_answers_carry_the_headers_too(quota_client):
 
 def test_embeddings_do_not_count(quota_client):
     for _ in range(QUOTA + 3):
-        answer = quota_client.post("/v1/embeddings", json={"model": "e", "input": "hi"},
-                                   headers={"Authorization": "Bearer key-a"})
+        answer = quota_client.post(
+            "/v1/embeddings", json={"model": "e", "input": "hi"}, headers={"Authorization": "Bearer key-a"}
+        )
         assert answer.status_code == 200
         assert "x-ratelimit-limit-requests" not in answer.headers
     assert chat(quota_client).headers["x-ratelimit-remaining-requests"] == str(QUOTA - 1)
@@ -142,25 +144,29 @@ def test_a_client_behind_a_local_proxy_needs_the_admin_token(server_factory):
         assert refused.status_code == 403
         assert refused.json()["error"]["type"] == "permission_error"
         assert client.get("/admin/quota", headers={**remote, "Authorization": "Bearer wrong"}).status_code == 403
-        allowed = client.put("/admin/quota", json={"requests_per_minute": 7},
-                             headers={**remote, "Authorization": "Bearer s3cret"})
+        allowed = client.put(
+            "/admin/quota", json={"requests_per_minute": 7}, headers={**remote, "Authorization": "Bearer s3cret"}
+        )
         assert allowed.status_code == 200
         assert client.get("/admin/quota").json()["requests_per_minute"] == 7  # loopback needs no token
 
 
-@pytest.mark.parametrize(("host", "token", "configured", "allowed"), [
-    ("127.0.0.1", "", None, True),
-    ("127.8.9.10", "", None, True),
-    ("::1", "", None, True),
-    ("::ffff:127.0.0.1", "", None, True),
-    ("10.0.0.5", "", None, False),
-    ("10.0.0.5", "", "", False),
-    ("10.0.0.5", "anything", None, False),
-    ("10.0.0.5", "wrong", "right", False),
-    ("10.0.0.5", "right", "right", True),
-    (None, "", "right", False),
-    ("not-an-address", "", None, False),
-])
+@pytest.mark.parametrize(
+    ("host", "token", "configured", "allowed"),
+    [
+        ("127.0.0.1", "", None, True),
+        ("127.8.9.10", "", None, True),
+        ("::1", "", None, True),
+        ("::ffff:127.0.0.1", "", None, True),
+        ("10.0.0.5", "", None, False),
+        ("10.0.0.5", "", "", False),
+        ("10.0.0.5", "anything", None, False),
+        ("10.0.0.5", "wrong", "right", False),
+        ("10.0.0.5", "right", "right", True),
+        (None, "", "right", False),
+        ("not-an-address", "", None, False),
+    ],
+)
 def test_the_admin_decision(host, token, configured, allowed):
     assert admin_allowed(host, token, configured) is allowed
 

@@ -24,8 +24,12 @@ def recorded(server_factory, tmp_path_factory):
     """Calls made through the proxy to a simulator: (recording path, upstream applied delays per operation)."""
     upstream = server_factory("--speed", str(UPSTREAM_SPEED), "--quota", "0", "--seed", "3")
     path = tmp_path_factory.mktemp("record") / "recorded.jsonl"
-    proxy = server_factory("--out", str(path), module="simulator.record",
-                           env={"SIM_UPSTREAM_URL": upstream.api_url, "SIM_UPSTREAM_API_KEY": "sk-never-shown"})
+    proxy = server_factory(
+        "--out",
+        str(path),
+        module="simulator.record",
+        env={"SIM_UPSTREAM_URL": upstream.api_url, "SIM_UPSTREAM_API_KEY": "sk-never-shown"},
+    )
     assert "sk-never-shown" not in proxy.first_line
     applied = {}
     for operation in OPERATIONS:
@@ -33,8 +37,10 @@ def recorded(server_factory, tmp_path_factory):
         answers = post_many(proxy.base_url, route, [body] * CALLS, concurrency=4)
         assert {answer.status_code for answer in answers} == {200}
         applied[operation] = [float(answer.headers["x-sim-delay-ms"]) for answer in answers]
-    with proxy.client() as client, client.stream("POST", "/v1/chat/completions",
-                                                  json=chat_body("draft", stream=True)) as streamed:
+    with (
+        proxy.client() as client,
+        client.stream("POST", "/v1/chat/completions", json=chat_body("draft", stream=True)) as streamed,
+    ):
         events = streamed.read().decode()
         assert "Printer" in events and events.endswith("data: [DONE]\n\n")
     failed = post_many(proxy.base_url, "/v1/chat/completions", [chat_body()], headers={"X-Sim-Fault": "error"})

@@ -5,8 +5,12 @@ import time
 from tests.lab.simulator.sim_testing import chat_body
 
 EMBED_BODY = {"model": "text-embedding-3-small", "input": "Refund for a double charge", "dimensions": 256}
-CALLS = [("/v1/chat/completions", chat_body("classify")), ("/v1/chat/completions", chat_body("draft")),
-         ("/v1/embeddings", EMBED_BODY), ("/v1/chat/completions", chat_body("classify"))]
+CALLS = [
+    ("/v1/chat/completions", chat_body("classify")),
+    ("/v1/chat/completions", chat_body("draft")),
+    ("/v1/embeddings", EMBED_BODY),
+    ("/v1/chat/completions", chat_body("classify")),
+]
 
 
 def test_the_reference_sleeps_the_delays_the_simulator_replays(server_factory):

@@ -16,17 +16,25 @@ def test_the_bundled_recording_loads_with_every_operation():
     assert recording.source() == "generated"
 
 
-@pytest.mark.parametrize(("line", "problem"), [
-    ('{"operation": "summarise", "endpoint": "chat"}', "operation must be one of"),
-    ('{"operation": "embed", "endpoint": "chat", "model": "m"}', "endpoint must be 'embeddings'"),
-    ('{"operation": "draft", "endpoint": "chat", "model": "m", "latency_ms": -1}', "latency_ms"),
-    ('{"operation": "draft", "endpoint": "chat", "model": "m", "latency_ms": 5, "prompt_tokens": 1.5}',
-     "prompt_tokens"),
-    ('{"operation": "draft", "endpoint": "chat", "model": "m", "latency_ms": 5, "ttft_ms": 9, '
-     '"prompt_tokens": 1, "completion_tokens": 1}', "ttft_ms must not exceed"),
-    ("[1, 2]", "JSON object"),
-    ("{not json", "line 2"),
-])
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ('{"operation": "summarise", "endpoint": "chat"}', "operation must be one of"),
+        ('{"operation": "embed", "endpoint": "chat", "model": "m"}', "endpoint must be 'embeddings'"),
+        ('{"operation": "draft", "endpoint": "chat", "model": "m", "latency_ms": -1}', "latency_ms"),
+        (
+            '{"operation": "draft", "endpoint": "chat", "model": "m", "latency_ms": 5, "prompt_tokens": 1.5}',
+            "prompt_tokens",
+        ),
+        (
+            '{"operation": "draft", "endpoint": "chat", "model": "m", "latency_ms": 5, "ttft_ms": 9, '
+            '"prompt_tokens": 1, "completion_tokens": 1}',
+            "ttft_ms must not exceed",
+        ),
+        ("[1, 2]", "JSON object"),
+        ("{not json", "line 2"),
+    ],
+)
 def test_a_bad_line_is_refused_with_its_line_number(tmp_path, line, problem):
     path = tmp_path / "bad.jsonl"
     path.write_text('{"kind": "meta"}\n' + line + "\n", encoding="utf-8")
@@ -43,8 +51,10 @@ def test_a_recording_without_an_operation_is_refused(tmp_path):
 
 
 def test_sequence_mode_replays_in_recorded_order_and_loops(tmp_path):
-    path = write_recording(tmp_path / "r.jsonl", [recorded_call("classify", ms) for ms in (10, 20, 30)]
-                           + [recorded_call("draft", 7), recorded_call("embed", 5)])
+    path = write_recording(
+        tmp_path / "r.jsonl",
+        [recorded_call("classify", ms) for ms in (10, 20, 30)] + [recorded_call("draft", 7), recorded_call("embed", 5)],
+    )
     replay = Replay(load_recording(path), "sequence", seed=0)
     assert [replay.next_call("classify").latency_ms for _ in range(7)] == [10, 20, 30, 10, 20, 30, 10]
 

@@ -16,8 +16,14 @@ LATENCY_MS, TTFT_MS = 400.0, 120.0
 def paced_sim(server_factory, tmp_path_factory):
     """A simulator at real speed whose every chat call takes 400 ms, the first token at 120 ms."""
     path = tmp_path_factory.mktemp("sse") / "flat.jsonl"
-    write_recording(path, [recorded_call("classify", LATENCY_MS, TTFT_MS), recorded_call("draft", LATENCY_MS, TTFT_MS),
-                           recorded_call("embed", 50.0)])
+    write_recording(
+        path,
+        [
+            recorded_call("classify", LATENCY_MS, TTFT_MS),
+            recorded_call("draft", LATENCY_MS, TTFT_MS),
+            recorded_call("embed", 50.0),
+        ],
+    )
     return server_factory("--recording", str(path), "--speed", "1", "--quota", "0", "--seed", "4")
 
 
@@ -43,7 +49,7 @@ def test_events_are_framed_and_end_with_done(paced_sim):
     assert headers["content-type"].startswith("text/event-stream")
     assert all(data.startswith("data: ") for _, data in events)
     assert events[-1][1] == "data: [DONE]"
-    chunks = [json.loads(data[len("data: "):]) for _, data in events[:-1]]
+    chunks = [json.loads(data[len("data: ") :]) for _, data in events[:-1]]
     assert {chunk["object"] for chunk in chunks} == {"chat.completion.chunk"}
     assert len({chunk["id"] for chunk in chunks}) == 1
     assert {chunk["model"] for chunk in chunks} == {"gpt-4o-mini"}
@@ -76,7 +82,7 @@ def test_the_first_chunk_waits_the_ttft_and_the_rest_are_paced_evenly(paced_sim)
     first, last = content_times[0], content_times[-1]
     assert TTFT_MS / 1000 * 0.9 <= first < LATENCY_MS / 1000 * 0.75
     assert last >= LATENCY_MS / 1000 * 0.95
-    gaps = [later - earlier for earlier, later in zip(content_times, content_times[1:])]
+    gaps = [later - earlier for earlier, later in zip(content_times, content_times[1:], strict=False)]
     assert max(gaps) < 5 * statistics.median(gaps)  # even pacing, not a burst at the end
 
 

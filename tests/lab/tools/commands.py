@@ -9,11 +9,18 @@ from urllib.parse import urlsplit
 from scripts.toolkit.cli import PROJECT_ROOT
 
 
-def run_module(module: str, *args: str, env: dict[str, str] | None = None,
-               timeout_s: float = 180) -> subprocess.CompletedProcess:
+def run_module(
+    module: str, *args: str, env: dict[str, str] | None = None, timeout_s: float = 180
+) -> subprocess.CompletedProcess:
     """`python -m module args...` from the project folder; its output as text."""
-    return subprocess.run([sys.executable, "-m", module, *args], cwd=PROJECT_ROOT, capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=timeout_s)
+    return subprocess.run(
+        [sys.executable, "-m", module, *args],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=timeout_s,
+    )
 
 
 def listening(url: str) -> bool:

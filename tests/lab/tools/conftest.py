@@ -1,7 +1,7 @@
 """Fixtures of the tools' tests: a database with the small data set, and the API served with a fake provider."""
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 import pytest
 from psycopg.conninfo import conninfo_to_dict

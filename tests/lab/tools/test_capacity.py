@@ -26,15 +26,32 @@ def test_percentiles_are_locusts_own_over_its_rounded_times():
 
 def test_tickets_per_second_is_users_over_the_mean_ticket_time_for_the_successes(tmp_path):
     entries = [
-        {"name": "/v1/tickets", "method": "POST", "num_requests": 140, "num_failures": 4,
-         "total_response_time": 140 * 2250.0, "response_times": {"2200": 100, "2400": 40}},
-        {"name": "/v1/tickets?customer_id=[id]", "method": "GET", "num_requests": 500, "num_failures": 0,
-         "total_response_time": 2500.0, "response_times": {"5": 500}},
+        {
+            "name": "/v1/tickets",
+            "method": "POST",
+            "num_requests": 140,
+            "num_failures": 4,
+            "total_response_time": 140 * 2250.0,
+            "response_times": {"2200": 100, "2400": 40},
+        },
+        {
+            "name": "/v1/tickets?customer_id=[id]",
+            "method": "GET",
+            "num_requests": 500,
+            "num_failures": 0,
+            "total_response_time": 2500.0,
+            "response_times": {"5": 500},
+        },
     ]
     (tmp_path / "run.json").write_text(json.dumps(entries))
     figures = read_locust_figures(str(tmp_path / "run"), users=8)
-    assert figures == {"requests": 140, "failures": 4, "tickets_per_s": pytest.approx(8 / 2.25 * 136 / 140),
-                       "p50_ms": 2200.0, "p95_ms": 2400.0}
+    assert figures == {
+        "requests": 140,
+        "failures": 4,
+        "tickets_per_s": pytest.approx(8 / 2.25 * 136 / 140),
+        "p50_ms": 2200.0,
+        "p95_ms": 2400.0,
+    }
     (tmp_path / "none.json").write_text("[]")
     assert read_locust_figures(str(tmp_path / "none"), users=8)["tickets_per_s"] == 0.0
 
@@ -42,15 +59,31 @@ def test_tickets_per_second_is_users_over_the_mean_ticket_time_for_the_successes
 def a_run(mode: str, users: int, tickets_per_s: float, provider_s: float, **extra) -> dict:
     """One run's figures as measure_modes records them, with the limit from `provider_s`."""
     limit = users / provider_s
-    return {"mode": mode, "users": users, "tickets_per_s": tickets_per_s, "p50_ms": 2200.0, "p95_ms": 2900.0,
-            "failures": 0, "provider_s_per_ticket": provider_s, "limit_per_s": limit,
-            "of_limit": tickets_per_s / limit, "api_cpu_ms_per_ticket": 5.0, "api_cpu_share": 0.02,
-            "locust_cpu_share": 0.01, **extra}
+    return {
+        "mode": mode,
+        "users": users,
+        "tickets_per_s": tickets_per_s,
+        "p50_ms": 2200.0,
+        "p95_ms": 2900.0,
+        "failures": 0,
+        "provider_s_per_ticket": provider_s,
+        "limit_per_s": limit,
+        "of_limit": tickets_per_s / limit,
+        "api_cpu_ms_per_ticket": 5.0,
+        "api_cpu_share": 0.02,
+        "locust_cpu_share": 0.01,
+        **extra,
+    }
 
 
 def test_rows_are_medians_over_passes_with_the_course_only_at_8_users():
-    runs = [a_run("async", 8, 3.4, 2.25), a_run("async", 8, 3.5, 2.2), a_run("async", 8, 3.3, 2.3),
-            a_run("thread", 32, 9.0, 2.3, failures=2), a_run("thread", 32, 9.5, 2.3, failures=1)]
+    runs = [
+        a_run("async", 8, 3.4, 2.25),
+        a_run("async", 8, 3.5, 2.2),
+        a_run("async", 8, 3.3, 2.3),
+        a_run("thread", 32, 9.0, 2.3, failures=2),
+        a_run("thread", 32, 9.5, 2.3, failures=1),
+    ]
     free, thread = summarize(runs)
     assert free["passes"] == 3 and free["tickets_per_s"] == 3.4 and free["provider_s_per_ticket"] == 2.25
     assert free["course"] == {"tickets_per_s": 3.47, "p50_ms": 2146.6, "p95_ms": 2734.2}
@@ -86,8 +119,21 @@ def test_distributed_locust_counts_the_workers_tickets(served_api, tmp_path):
 
 
 def test_a_short_run_finds_async_near_its_limit_and_blocking_far_below(lab_database_url, tmp_path):
-    result = run_module("scripts.capacity", "--modes", "async,blocking", "--users", "4", "--duration", "5",
-                        "--speed", "0.05", "--json", "--out", str(tmp_path), env={"DATABASE_URL": lab_database_url})
+    result = run_module(
+        "scripts.capacity",
+        "--modes",
+        "async,blocking",
+        "--users",
+        "4",
+        "--duration",
+        "5",
+        "--speed",
+        "0.05",
+        "--json",
+        "--out",
+        str(tmp_path),
+        env={"DATABASE_URL": lab_database_url},
+    )
     assert result.returncode == 0, result.stderr
     figures = json.loads(result.stdout)
     free, blocking = figures["rows"]

@@ -8,24 +8,37 @@ import subprocess
 import sys
 import time
 
-from scripts.toolkit.charts import draw_health_medians
 from scripts.compare import render, summarize
 from scripts.toolkit import course
+from scripts.toolkit.charts import draw_health_medians
 from scripts.toolkit.cli import PROJECT_ROOT
 from tests.lab.tools.commands import listening, run_module
 
 
 def a_pass(mode: str, total_s: float, answers: int, median_ms: float | None, slowest_ms: float | None) -> dict:
     """One pass of scripts.stall as measure_modes records it."""
-    return {"mode": mode, "loop": "asyncio", "url": "http://127.0.0.1:1", "simulator_url": "http://127.0.0.1:2", "total_s": total_s,
-            "statuses": [201],
-            "health_answers": answers, "health_median_ms": median_ms, "health_slowest_ms": slowest_ms}
+    return {
+        "mode": mode,
+        "loop": "asyncio",
+        "url": "http://127.0.0.1:1",
+        "simulator_url": "http://127.0.0.1:2",
+        "total_s": total_s,
+        "statuses": [201],
+        "health_answers": answers,
+        "health_median_ms": median_ms,
+        "health_slowest_ms": slowest_ms,
+    }
 
 
 def test_each_figure_is_the_median_of_the_passes():
-    runs = {"blocking": [a_pass("blocking", 19.0, 3, 8700.0, 9800.0), a_pass("blocking", 18.0, 4, 9000.0, 9900.0),
-                         a_pass("blocking", 20.0, 3, 8000.0, 9000.0)],
-            "async": [a_pass("async", 5.0, 0, None, None)]}
+    runs = {
+        "blocking": [
+            a_pass("blocking", 19.0, 3, 8700.0, 9800.0),
+            a_pass("blocking", 18.0, 4, 9000.0, 9900.0),
+            a_pass("blocking", 20.0, 3, 8000.0, 9000.0),
+        ],
+        "async": [a_pass("async", 5.0, 0, None, None)],
+    }
     blocking, free = summarize(runs)
     assert (blocking["total_s"], blocking["health_answers"], blocking["health_median_ms"]) == (19.0, 3, 8700.0)
     assert blocking["health_slowest_ms"] == 9800.0 and blocking["passes"] == 3
@@ -34,8 +47,9 @@ def test_each_figure_is_the_median_of_the_passes():
 
 
 def test_the_table_shows_a_stalled_health_in_seconds_and_a_free_one_in_milliseconds():
-    rows = summarize({"blocking": [a_pass("blocking", 18.84, 3, 8737.2, 9824.7)],
-                      "async": [a_pass("async", 5.43, 51, 3.42, 6.0)]})
+    rows = summarize(
+        {"blocking": [a_pass("blocking", 18.84, 3, 8737.2, 9824.7)], "async": [a_pass("async", 5.43, 51, 3.42, 6.0)]}
+    )
     lines = render(rows, passes=1, speed=1).splitlines()
     assert "on asyncio's event loop, median of 1 pass" in lines[0] and "course: median of 5 passes" in lines[0]
     assert re.fullmatch(r"blocking\s+18\.8 s\s+3\s+8\.74 s\s+9\.82 s\s+\|\s+18\.8 s\s+3\s+8\.74 s\s+9\.82 s", lines[2])
@@ -44,8 +58,9 @@ def test_the_table_shows_a_stalled_health_in_seconds_and_a_free_one_in_milliseco
 
 
 def test_the_chart_of_health_medians_is_an_svg_with_both_scales(tmp_path):
-    rows = summarize({"blocking": [a_pass("blocking", 18.8, 3, 8737.2, 9824.7)],
-                      "thread": [a_pass("thread", 4.8, 45, 3.4, 5.4)]})
+    rows = summarize(
+        {"blocking": [a_pass("blocking", 18.8, 3, 8737.2, 9824.7)], "thread": [a_pass("thread", 4.8, 45, 3.4, 5.4)]}
+    )
     draw_health_medians(rows, str(tmp_path / "chart.svg"))
     svg = (tmp_path / "chart.svg").read_text()
     assert "8.74 s" in svg and "3.4 ms" in svg and "log scale" in svg
@@ -58,19 +73,35 @@ def test_unknown_modes_are_a_usage_error():
 
 
 def test_a_quick_comparison_shows_the_stall_writes_its_files_and_stops_everything(lab_database_url, tmp_path):
-    result = run_module("scripts.compare", "--speed", "0.1", "--out", str(tmp_path), "--json", "--seed", "3",
-                        env={"DATABASE_URL": lab_database_url})
+    result = run_module(
+        "scripts.compare",
+        "--speed",
+        "0.1",
+        "--out",
+        str(tmp_path),
+        "--json",
+        "--seed",
+        "3",
+        env={"DATABASE_URL": lab_database_url},
+    )
     assert result.returncode == 0, result.stderr
     figures = json.loads(result.stdout)
     rows = {row["mode"]: row for row in figures["rows"]}
     assert list(rows) == ["blocking", "async", "thread"]
     assert all(row["statuses"] == [201] for row in rows.values())
-    assert rows["blocking"]["health_median_ms"] > 10 * max(rows["async"]["health_median_ms"],
-                                                           rows["thread"]["health_median_ms"])
+    assert rows["blocking"]["health_median_ms"] > 10 * max(
+        rows["async"]["health_median_ms"], rows["thread"]["health_median_ms"]
+    )
     assert rows["blocking"]["total_s"] > 2 * max(rows["async"]["total_s"], rows["thread"]["total_s"])
     names = sorted(os.path.basename(path) for path in figures["files"])
-    assert names == ["compare.csv", "compare.json", "health-medians.svg", "timeline-async.svg",
-                     "timeline-blocking.svg", "timeline-thread.svg"]
+    assert names == [
+        "compare.csv",
+        "compare.json",
+        "health-medians.svg",
+        "timeline-async.svg",
+        "timeline-blocking.svg",
+        "timeline-thread.svg",
+    ]
     assert (tmp_path / "compare.csv").read_text().splitlines()[1].startswith("blocking,asyncio,1,")
     runs = json.loads((tmp_path / "compare.json").read_text())["runs"]
     assert all(len(ticket["provider_calls"]) == 3 for passes in runs.values() for ticket in passes[0]["ticket_runs"])
@@ -81,8 +112,14 @@ def test_a_quick_comparison_shows_the_stall_writes_its_files_and_stops_everythin
 
 def test_sigterm_stops_the_comparison_and_everything_it_started(lab_database_url, tmp_path):
     command = [sys.executable, "-m", "scripts.compare", "--speed", "0.3", "--modes", "blocking", "--out", str(tmp_path)]
-    process = subprocess.Popen(command, cwd=PROJECT_ROOT, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
-                               env={**os.environ, "DATABASE_URL": lab_database_url})
+    process = subprocess.Popen(
+        command,
+        cwd=PROJECT_ROOT,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "DATABASE_URL": lab_database_url},
+    )
     seen = []
     try:
         for line in process.stderr:

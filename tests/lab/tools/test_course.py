@@ -26,8 +26,10 @@ def test_the_readmes_stall_figures_are_the_courses():
     assert set(quoted) == set(course.MODES)
     for mode, cells in quoted.items():
         figures = course.stall(mode)
-        expected = (f"{figures['total_s']:.1f} s {figures['health_answers']} "
-                    f"{readable_ms(figures['health_median_ms'])} {readable_ms(figures['health_slowest_ms'])}")
+        expected = (
+            f"{figures['total_s']:.1f} s {figures['health_answers']} "
+            f"{readable_ms(figures['health_median_ms'])} {readable_ms(figures['health_slowest_ms'])}"
+        )
         assert set(cells) == {expected}, mode
 
 

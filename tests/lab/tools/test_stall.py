@@ -7,38 +7,52 @@ import re
 
 import httpx
 
-from scripts.toolkit import dataset
-from scripts.toolkit.dataset import random_ticket
 from scripts.stall import report
+from scripts.toolkit import dataset
 from scripts.toolkit.answers import error_code, server_timing
+from scripts.toolkit.dataset import random_ticket
 from scripts.toolkit.stalls import measure_stall, send_ticket
 from tests.fakes import FakeProvider
 from tests.lab.tools.commands import run_module
 from ticket_api.errors import ProviderBusy
 
 CALL_S = 0.05  # the fake provider's time per call: a ticket's AI work is 3 calls
-TWO_LINES = re.compile(r"8 tickets, 4 at a time: \d+\.\d s, status codes \[201\]\n"
-                       r"GET /health during that time: \d+ answers, median \d+\.\d ms, slowest \d+\.\d ms\n")
+TWO_LINES = re.compile(
+    r"8 tickets, 4 at a time: \d+\.\d s, status codes \[201\]\n"
+    r"GET /health during that time: \d+ answers, median \d+\.\d ms, slowest \d+\.\d ms\n"
+)
 
 
 def a_result(**changes) -> dict:
     """A stall result as measure_stall returns it, with the course's figures."""
     runs = [{"ticket": n, "status": 201, "error": None} for n in range(1, 9)]
-    result = {"tickets": 8, "concurrency": 4, "total_s": 18.8234, "statuses": [201], "ticket_runs": runs,
-              "health_answers": 3, "health_median_ms": 8737.24, "health_slowest_ms": 9824.66}
+    result = {
+        "tickets": 8,
+        "concurrency": 4,
+        "total_s": 18.8234,
+        "statuses": [201],
+        "ticket_runs": runs,
+        "health_answers": 3,
+        "health_median_ms": 8737.24,
+        "health_slowest_ms": 9824.66,
+    }
     return {**result, **changes}
 
 
 def test_the_report_is_the_courses_two_lines():
-    assert report(a_result()) == ("8 tickets, 4 at a time: 18.8 s, status codes [201]\n"
-                                  "GET /health during that time: 3 answers, median 8737.2 ms, slowest 9824.7 ms")
+    assert report(a_result()) == (
+        "8 tickets, 4 at a time: 18.8 s, status codes [201]\n"
+        "GET /health during that time: 3 answers, median 8737.2 ms, slowest 9824.7 ms"
+    )
 
 
 def test_the_report_lists_every_status_and_the_tickets_without_an_answer():
     runs = [{"status": 201}, {"status": 503}, {"status": None}]
     text = report(a_result(statuses=[201, 503], ticket_runs=runs, health_answers=0))
-    assert text.splitlines() == ["8 tickets, 4 at a time: 18.8 s, status codes [201, 503], 1 without an answer",
-                                 "GET /health during that time: 0 answers"]
+    assert text.splitlines() == [
+        "8 tickets, 4 at a time: 18.8 s, status codes [201, 503], 1 without an answer",
+        "GET /health during that time: 0 answers",
+    ]
 
 
 def test_random_tickets_are_known_customers_with_varied_texts_and_follow_the_seed():
@@ -83,6 +97,7 @@ class RecordingTransport(httpx.AsyncBaseTransport):
 
 def send_group(transport: RecordingTransport, size: int) -> list[dict]:
     """Send `size` tickets as scripts.stall sends a group; each one's outcome."""
+
     async def group() -> list[dict]:
         together = asyncio.Barrier(size)
         async with httpx.AsyncClient(transport=transport, base_url="http://api") as client:

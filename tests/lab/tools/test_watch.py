@@ -20,8 +20,16 @@ from scripts.toolkit.stalls import measure_stall
 CHROMIUM = shutil.which("chromium")
 SPEED = 0.5  # a ticket's AI work takes 1.1 s instead of 2.2 s
 # Flags for a machine without a network: no background connections, no first-run work, a fresh profile.
-QUIET_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-               "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+QUIET_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def chromium(url: str, profile: Path, *flags: str) -> str:
@@ -43,12 +51,24 @@ def page_figures(url: str, profile: Path, screenshot: Path) -> dict[str, str]:
 
 def watched_stall(mode: str, lab_database_url: str, folder: Path) -> dict[str, str]:
     """A simulator, the API in `mode` and the watcher; 4 tickets at once by scripts.stall; the page's figures."""
-    with lab.simulator(speed=SPEED, log_dir=folder) as simulator, \
-            lab.api(f"{simulator.url}/v1", env={"INTAKE_MODE": mode, "DATABASE_URL": lab_database_url},
-                      log_dir=folder) as api:
+    with (
+        lab.simulator(speed=SPEED, log_dir=folder) as simulator,
+        lab.api(
+            f"{simulator.url}/v1", env={"INTAKE_MODE": mode, "DATABASE_URL": lab_database_url}, log_dir=folder
+        ) as api,
+    ):
         port = processes.free_port()
-        argv = [sys.executable, "-m", "scripts.watch", "--api", api.url, "--simulator", simulator.url,
-                "--port", str(port)]
+        argv = [
+            sys.executable,
+            "-m",
+            "scripts.watch",
+            "--api",
+            api.url,
+            "--simulator",
+            simulator.url,
+            "--port",
+            str(port),
+        ]
         watch = processes.Service("watch", argv, port, log_dir=folder).start(ready="port")
         try:
             result = asyncio.run(measure_stall(api.url, tickets=4, concurrency=4, seed=1))

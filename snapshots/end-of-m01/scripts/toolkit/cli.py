@@ -102,8 +102,10 @@ def format_table(headers: list[str], rows: list[list]) -> str:
     widths = [max(len(str(cell)) for cell in column) for column in zip(headers, *rows, strict=False)]
 
     def line(cells: list) -> str:
-        padded = [str(cell).ljust(w) if i == 0 else str(cell).rjust(w)
-                  for i, (cell, w) in enumerate(zip(cells, widths, strict=False))]
+        padded = [
+            str(cell).ljust(w) if i == 0 else str(cell).rjust(w)
+            for i, (cell, w) in enumerate(zip(cells, widths, strict=False))
+        ]
         return "  ".join(padded).rstrip()
 
     return "\n".join(line(cells) for cells in [headers, *rows])

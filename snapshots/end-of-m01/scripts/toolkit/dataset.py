@@ -1,15 +1,15 @@
 """The lab's data sets: seeded, so every machine loads exactly the same customers and tickets."""
 
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
-from typing import Iterator
+from datetime import UTC, datetime, timedelta
 
 from simulator.embeddings import embed_text
 from ticket_api.ai import CHAT_MODEL, EMBEDDING_DIMENSIONS, EMBEDDING_MODEL
 
 SEED = 2026
-EPOCH = datetime(2026, 1, 1, tzinfo=timezone.utc)
+EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -24,21 +24,82 @@ SIZES = {"small": Size(customers=300, tickets=3_000), "large": Size(customers=2_
 # Every data set starts with the small one's customers, so ids 1..300 always exist.
 KNOWN_CUSTOMER_IDS = range(1, SIZES["small"].customers + 1)
 
-FIRST_NAMES = ["Amira", "Ben", "Chloe", "Dario", "Elif", "Farid", "Greta", "Hugo", "Ines", "Jonas", "Keiko", "Luca",
-               "Maya", "Noah", "Olga", "Pavel", "Quinn", "Rosa", "Sami", "Tara", "Umar", "Vera", "Wen", "Yusuf"]
-LAST_NAMES = ["Adler", "Berg", "Costa", "Dumont", "Eriksen", "Fischer", "Garcia", "Haddad", "Ito", "Jansen", "Kowalski",
-              "Lindqvist", "Moreau", "Novak", "Okafor", "Petrov", "Rossi", "Silva", "Tanaka", "Weber"]
+FIRST_NAMES = [
+    "Amira",
+    "Ben",
+    "Chloe",
+    "Dario",
+    "Elif",
+    "Farid",
+    "Greta",
+    "Hugo",
+    "Ines",
+    "Jonas",
+    "Keiko",
+    "Luca",
+    "Maya",
+    "Noah",
+    "Olga",
+    "Pavel",
+    "Quinn",
+    "Rosa",
+    "Sami",
+    "Tara",
+    "Umar",
+    "Vera",
+    "Wen",
+    "Yusuf",
+]
+LAST_NAMES = [
+    "Adler",
+    "Berg",
+    "Costa",
+    "Dumont",
+    "Eriksen",
+    "Fischer",
+    "Garcia",
+    "Haddad",
+    "Ito",
+    "Jansen",
+    "Kowalski",
+    "Lindqvist",
+    "Moreau",
+    "Novak",
+    "Okafor",
+    "Petrov",
+    "Rossi",
+    "Silva",
+    "Tanaka",
+    "Weber",
+]
 PLANS = ["free"] * 6 + ["pro"] * 3 + ["enterprise"]
 
 SUBJECTS = {
-    "billing": ["Refund for order {n}", "Invoice {n} charged twice", "Cannot update my card", "Wrong VAT on invoice {n}"],
+    "billing": [
+        "Refund for order {n}",
+        "Invoice {n} charged twice",
+        "Cannot update my card",
+        "Wrong VAT on invoice {n}",
+    ],
     "technical": ["Export to CSV fails", "App crashes on login", "Sync stuck at {n}%", "Error {n} when saving"],
-    "account": ["Cannot reset my password", "Please merge my two accounts", "Change the owner of team {n}",
-                "Two-factor code never arrives"],
-    "shipping": ["Parcel {n} has not arrived", "Wrong address on order {n}", "Package arrived damaged",
-                 "Tracking number {n} unknown"],
-    "general": ["Question about your roadmap", "Feedback on the new design", "Do you offer a student discount?",
-                "Where can I find the API docs?"],
+    "account": [
+        "Cannot reset my password",
+        "Please merge my two accounts",
+        "Change the owner of team {n}",
+        "Two-factor code never arrives",
+    ],
+    "shipping": [
+        "Parcel {n} has not arrived",
+        "Wrong address on order {n}",
+        "Package arrived damaged",
+        "Tracking number {n} unknown",
+    ],
+    "general": [
+        "Question about your roadmap",
+        "Feedback on the new design",
+        "Do you offer a student discount?",
+        "Where can I find the API docs?",
+    ],
 }
 BODIES = [
     "Hello, {subject_lower}. I tried again this morning and nothing changed. Could you look into it?",
@@ -56,7 +117,13 @@ def customers(size: Size, seed: int = SEED) -> Iterator[tuple]:
     for customer_id in range(1, size.customers + 1):
         first, last = rng.choice(FIRST_NAMES), rng.choice(LAST_NAMES)
         created_at = EPOCH - timedelta(days=rng.randint(30, 900))
-        yield customer_id, f"{first} {last}", f"{first}.{last}.{customer_id}@example.com".lower(), rng.choice(PLANS), created_at
+        yield (
+            customer_id,
+            f"{first} {last}",
+            f"{first}.{last}.{customer_id}@example.com".lower(),
+            rng.choice(PLANS),
+            created_at,
+        )
 
 
 def tickets(size: Size, seed: int = SEED) -> Iterator[tuple[tuple, tuple]]:
@@ -68,12 +135,22 @@ def tickets(size: Size, seed: int = SEED) -> Iterator[tuple[tuple, tuple]]:
         body = rng.choice(BODIES).format(subject=subject, subject_lower=subject[0].lower() + subject[1:])
         created_at = EPOCH + timedelta(minutes=ticket_id * 525_600 // size.tickets)
         priority = rng.choices(list(PRIORITY_WEIGHTS), weights=list(PRIORITY_WEIGHTS.values()))[0]
-        reply = f"Hi, thank you for writing to us about \"{subject}\". We are looking into it and will get back to you."
+        reply = f'Hi, thank you for writing to us about "{subject}". We are looking into it and will get back to you.'
         elapsed = {op: median * rng.lognormvariate(0, 0.25) for op, median in MEDIAN_MS.items()}
         ticket = (ticket_id, rng.randint(1, size.customers), subject, body, created_at)
         result = (
-            ticket_id, category, priority, reply, embed_text(f"{subject}\n\n{body}", EMBEDDING_DIMENSIONS),
-            CHAT_MODEL, elapsed["classify"], CHAT_MODEL, elapsed["draft"], EMBEDDING_MODEL, elapsed["embed"], created_at,
+            ticket_id,
+            category,
+            priority,
+            reply,
+            embed_text(f"{subject}\n\n{body}", EMBEDDING_DIMENSIONS),
+            CHAT_MODEL,
+            elapsed["classify"],
+            CHAT_MODEL,
+            elapsed["draft"],
+            EMBEDDING_MODEL,
+            elapsed["embed"],
+            created_at,
         )
         yield ticket, result
 

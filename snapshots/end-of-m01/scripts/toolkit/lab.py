@@ -22,29 +22,58 @@ from ticket_api.database import connect, resolve_dsn, shown_dsn
 MODES = ("blocking", "async", "thread")
 LOOPS = ("asyncio", "uvloop")  # asyncio's own loop is the course's; uvloop is the optional extra
 # The exit codes of the commands that start the whole lab and create tickets (compare, capacity).
-EXIT_CODES = ("Exit codes: 0 every ticket answered 201, 1 some did not, "
-              "2 a port is in use, a start-up failed or bad arguments.")
+EXIT_CODES = (
+    "Exit codes: 0 every ticket answered 201, 1 some did not, 2 a port is in use, a start-up failed or bad arguments."
+)
 STOP_TIMEOUT_S = 10  # SIGKILL after this; every request has finished by then in these experiments
 
 
-def simulator(port: int | None = None, speed: float = 1.0, quota: int = 0, extra: list[str] | None = None,
-              log_dir: Path | None = None, cwd: Path = PROJECT_ROOT) -> Service:
+def simulator(
+    port: int | None = None,
+    speed: float = 1.0,
+    quota: int = 0,
+    extra: list[str] | None = None,
+    log_dir: Path | None = None,
+    cwd: Path = PROJECT_ROOT,
+) -> Service:
     """`python -m simulator` on a free port, quota off unless given."""
     port = port or free_port()
     argv = [sys.executable, "-m", "simulator", "--port", str(port), "--speed", str(speed), "--quota", str(quota)]
     return Service("simulator", argv + (extra or []), port, log_dir=log_dir, cwd=cwd)
 
 
-def api(provider_url: str, port: int | None = None, env: dict[str, str] | None = None, workers: int = 1,
-        log_dir: Path | None = None, cwd: Path = PROJECT_ROOT, loop: str = "asyncio") -> Service:
+def api(
+    provider_url: str,
+    port: int | None = None,
+    env: dict[str, str] | None = None,
+    workers: int = 1,
+    log_dir: Path | None = None,
+    cwd: Path = PROJECT_ROOT,
+    loop: str = "asyncio",
+) -> Service:
     """The ticket API under uvicorn on a free port; `env` sets its settings (INTAKE_MODE=..., ...).
 
     `loop` is asyncio's own event loop, as the course measured, or "uvloop"; named, never left to
     uvicorn's "auto", which takes uvloop whenever it is installed.
     """
     port = port or free_port()
-    argv = [sys.executable, "-m", "uvicorn", "ticket_api.main:app", "--host", "127.0.0.1", "--port", str(port),
-            "--workers", str(workers), "--loop", loop, "--timeout-graceful-shutdown", "30", "--no-access-log"]
+    argv = [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "ticket_api.main:app",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+        "--loop",
+        loop,
+        "--timeout-graceful-shutdown",
+        "30",
+        "--no-access-log",
+    ]
     settings = {"PROVIDER_URL": provider_url, "LOG_LEVEL": "WARNING", **(env or {})}
     return Service("api", argv, port, env=settings, log_dir=log_dir, cwd=cwd)
 
@@ -60,8 +89,9 @@ class Lab:
         self.simulator: Service | None = None
 
     @contextmanager
-    def api(self, mode: str, workers: int = 1, env: dict[str, str] | None = None,
-            loop: str = "asyncio") -> Iterator[Service]:
+    def api(
+        self, mode: str, workers: int = 1, env: dict[str, str] | None = None, loop: str = "asyncio"
+    ) -> Iterator[Service]:
         """The API in INTAKE_MODE=`mode` (and `env`) on `loop` with `workers` processes, in front of a simulator
         of its own.
 
@@ -74,8 +104,10 @@ class Lab:
             self.simulator = provider
             settings = {"INTAKE_MODE": mode, "DATABASE_URL": self.dsn, **(env or {})}
             with started(api(f"{provider.url}/v1", env=settings, workers=workers, log_dir=folder, loop=loop)) as server:
-                progress(f"[{self.clock}] {name}: simulator at {provider.url} (speed {self.speed:g}, quota off), "
-                         f"API at {server.url} on {loop}")
+                progress(
+                    f"[{self.clock}] {name}: simulator at {provider.url} (speed {self.speed:g}, quota off), "
+                    f"API at {server.url} on {loop}"
+                )
                 yield server
 
     def last_ticket_id(self) -> int:
@@ -122,8 +154,12 @@ def parse_modes(text: str) -> list[str]:
 
 def add_modes_argument(parser: argparse.ArgumentParser, default: list[str]) -> None:
     """--modes: the INTAKE_MODE values to run, in order (compare, capacity)."""
-    parser.add_argument("--modes", type=parse_modes, default=default,
-                        help=f"INTAKE_MODE values in the order to run (default {','.join(default)})")
+    parser.add_argument(
+        "--modes",
+        type=parse_modes,
+        default=default,
+        help=f"INTAKE_MODE values in the order to run (default {','.join(default)})",
+    )
 
 
 def run_name(mode: str, loop: str) -> str:

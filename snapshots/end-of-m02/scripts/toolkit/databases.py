@@ -14,8 +14,20 @@ from ticket_api.database import apply_schema, connect, shown_dsn
 TABLES = ("customers", "tickets", "ticket_ai_results", "idempotency_keys")
 CUSTOMER_COLUMNS = ("id", "name", "email", "plan", "created_at")
 TICKET_COLUMNS = ("id", "customer_id", "subject", "body", "created_at")
-RESULT_COLUMNS = ("ticket_id", "category", "priority", "draft_reply", "embedding", "classify_model", "classify_ms",
-                  "draft_model", "draft_ms", "embed_model", "embed_ms", "created_at")
+RESULT_COLUMNS = (
+    "ticket_id",
+    "category",
+    "priority",
+    "draft_reply",
+    "embedding",
+    "classify_model",
+    "classify_ms",
+    "draft_model",
+    "draft_ms",
+    "embed_model",
+    "embed_ms",
+    "created_at",
+)
 
 
 def init(dsn: str, size_name: str, reset: bool = False) -> str:
@@ -26,12 +38,15 @@ def init(dsn: str, size_name: str, reset: bool = False) -> str:
         loaded = _meta(conn).get("data_size")
         if loaded and not reset:
             if loaded != size_name:
-                raise CommandError(f"the database holds the {loaded} data set; add --reset to replace it with {size_name}")
+                raise CommandError(
+                    f"the database holds the {loaded} data set; add --reset to replace it with {size_name}"
+                )
             return f"the {loaded} data set is already loaded"
         conn.execute(f"TRUNCATE {', '.join(TABLES)}, lab_meta RESTART IDENTITY CASCADE")
         _load(conn, dataset.SIZES[size_name])
-        conn.execute("INSERT INTO lab_meta (key, value) VALUES ('data_size', %s), ('seed', %s)",
-                     (size_name, str(dataset.SEED)))
+        conn.execute(
+            "INSERT INTO lab_meta (key, value) VALUES ('data_size', %s), ('seed', %s)", (size_name, str(dataset.SEED))
+        )
     return f"loaded the {size_name} data set"
 
 

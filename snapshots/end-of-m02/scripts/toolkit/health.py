@@ -12,8 +12,14 @@ from scripts.toolkit.answers import describe_failure
 from scripts.toolkit.cli import CommandError
 
 
-async def probe_health(client: httpx.AsyncClient, interval_s: float, stop: asyncio.Event, since: float | None = None,
-                       errors: list[str] | None = None, path: str = "/health") -> list[dict]:
+async def probe_health(
+    client: httpx.AsyncClient,
+    interval_s: float,
+    stop: asyncio.Event,
+    since: float | None = None,
+    errors: list[str] | None = None,
+    path: str = "/health",
+) -> list[dict]:
     """GET `path` `interval_s` after each answer until `stop` is set; each answer's start (s since `since`) and ms.
 
     A probe that fails is not a sample; its reason goes to `errors` when a list is given. Use a

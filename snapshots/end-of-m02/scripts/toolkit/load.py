@@ -92,8 +92,13 @@ def getter(client: httpx.AsyncClient, path: str) -> Send:
     return send
 
 
-async def closed_loop(users: list[Send], *, requests: int | None = None, duration_s: float | None = None,
-                      stop: asyncio.Event | None = None) -> Load:
+async def closed_loop(
+    users: list[Send],
+    *,
+    requests: int | None = None,
+    duration_s: float | None = None,
+    stop: asyncio.Event | None = None,
+) -> Load:
     """Every user sends its next request as soon as its last one answered, until `requests` are sent,
     `duration_s` is over or `stop` is set (whichever comes first)."""
     if requests is None and duration_s is None and stop is None:
@@ -130,8 +135,9 @@ async def closed_loop(users: list[Send], *, requests: int | None = None, duratio
     return Load(latencies_ms, server_ms, errors, wall_s, cpu_s)
 
 
-def open_client(base_url: str, connections: int = 1, timeout_s: float = 120.0,
-                verify: ssl.SSLContext | bool = True) -> httpx.AsyncClient:
+def open_client(
+    base_url: str, connections: int = 1, timeout_s: float = 120.0, verify: ssl.SSLContext | bool = True
+) -> httpx.AsyncClient:
     """An AsyncClient with room for `connections` requests at once."""
     limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
     return httpx.AsyncClient(base_url=base_url, limits=limits, timeout=timeout_s, verify=verify)

@@ -35,14 +35,23 @@ def check_port_free(port: int) -> None:
         try:
             sock.bind(("127.0.0.1", port))
         except OSError:
-            raise CommandError(f"port {port} is in use on 127.0.0.1: stop what runs there or choose another port") from None
+            raise CommandError(
+                f"port {port} is in use on 127.0.0.1: stop what runs there or choose another port"
+            ) from None
 
 
 class Service:
     """A process this program started: ready when its /health answers, stopped by its pid (and its children)."""
 
-    def __init__(self, name: str, argv: list[str], port: int, env: dict[str, str] | None = None,
-                 log_dir: Path | None = None, cwd: Path = PROJECT_ROOT):
+    def __init__(
+        self,
+        name: str,
+        argv: list[str],
+        port: int,
+        env: dict[str, str] | None = None,
+        log_dir: Path | None = None,
+        cwd: Path = PROJECT_ROOT,
+    ):
         self.name = name
         self.cwd = cwd
         self.argv = argv
@@ -63,8 +72,13 @@ class Service:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(
-                self.argv, cwd=self.cwd, env=self.env, stdout=log, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, **OWN_GROUP,
+                self.argv,
+                cwd=self.cwd,
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                **OWN_GROUP,
             )
         try:
             self._wait_until_ready(timeout_s, ready)

@@ -20,13 +20,16 @@ from scripts.toolkit.health import check_api, probe_health, times_ms
 TIMEOUT_S = 120  # a ticket of a stalled server may wait for many others; it must not time out first
 
 
-async def measure_stall(url: str, tickets: int = 8, concurrency: int = 4, interval_s: float = 0.1,
-                        seed: int | None = None) -> dict:
+async def measure_stall(
+    url: str, tickets: int = 8, concurrency: int = 4, interval_s: float = 0.1, seed: int | None = None
+) -> dict:
     """Send the tickets, `concurrency` at a time, and probe /health meanwhile; every time is from the start."""
     rng = random.Random(seed)
     waiting = [(number, random_ticket(rng)) for number in range(1, tickets + 1)]
-    async with httpx.AsyncClient(base_url=url, timeout=TIMEOUT_S) as client, \
-            httpx.AsyncClient(base_url=url, timeout=TIMEOUT_S) as probe_client:
+    async with (
+        httpx.AsyncClient(base_url=url, timeout=TIMEOUT_S) as client,
+        httpx.AsyncClient(base_url=url, timeout=TIMEOUT_S) as probe_client,
+    ):
         await check_api(probe_client)
         # Open one connection per ticket in flight before the clock starts: the figures are the
         # server's, and the first tickets reach it together instead of one connection set-up apart.
@@ -37,16 +40,18 @@ async def measure_stall(url: str, tickets: int = 8, concurrency: int = 4, interv
         while waiting:  # `concurrency` tickets together; the next ones once all of these have answered
             group, waiting = waiting[:concurrency], waiting[concurrency:]
             together = asyncio.Barrier(len(group))
-            sent += await asyncio.gather(*(send_ticket(client, number, ticket, since, together)
-                                           for number, ticket in group))
+            sent += await asyncio.gather(
+                *(send_ticket(client, number, ticket, since, together) for number, ticket in group)
+            )
         total_s = time.perf_counter() - since
         done.set()
         probes = await prober
     return summarize(url, tickets, concurrency, interval_s, seed, total_s, sent, probes)
 
 
-async def send_ticket(client: httpx.AsyncClient, number: int, ticket: dict, since: float,
-                      together: asyncio.Barrier) -> dict:
+async def send_ticket(
+    client: httpx.AsyncClient, number: int, ticket: dict, since: float, together: asyncio.Barrier
+) -> dict:
     """Send one ticket, its body at the same moment as the others of its group; its times (s) and outcome."""
     body = json.dumps(ticket).encode()
 
@@ -60,8 +65,11 @@ async def send_ticket(client: httpx.AsyncClient, number: int, ticket: dict, sinc
 
     start_s = time.perf_counter() - since
     try:
-        response = await client.post("/v1/tickets", content=body_with_the_others(),
-                                     headers={"Content-Type": "application/json", "Content-Length": str(len(body))})
+        response = await client.post(
+            "/v1/tickets",
+            content=body_with_the_others(),
+            headers={"Content-Type": "application/json", "Content-Length": str(len(body))},
+        )
         end_s = time.perf_counter() - since
         status, error, timing = response.status_code, error_code(response), server_timing(response)
         calls = provider_calls_on_our_clock(response, end_s)
@@ -69,8 +77,16 @@ async def send_ticket(client: httpx.AsyncClient, number: int, ticket: dict, sinc
         await together.abort()  # the others send their bodies without waiting for this one
         end_s = time.perf_counter() - since
         status, error, timing, calls = None, type(exc).__name__, {}, []
-    return {"ticket": number, "customer_id": ticket["customer_id"], "start_s": start_s, "end_s": end_s,
-            "status": status, "error": error, "ai_ms": timing.get("ai"), "provider_calls": calls}
+    return {
+        "ticket": number,
+        "customer_id": ticket["customer_id"],
+        "start_s": start_s,
+        "end_s": end_s,
+        "status": status,
+        "error": error,
+        "ai_ms": timing.get("ai"),
+        "provider_calls": calls,
+    }
 
 
 def provider_calls_on_our_clock(response: httpx.Response, end_s: float) -> list[list[float]]:
@@ -87,12 +103,24 @@ def provider_calls_on_our_clock(response: httpx.Response, end_s: float) -> list[
     return [[started_s + start_ms / 1000, started_s + end_ms / 1000] for start_ms, end_ms in provider_calls(response)]
 
 
-def summarize(url: str, tickets: int, concurrency: int, interval_s: float, seed: int | None, total_s: float,
-              sent: list[dict], probes: list[dict]) -> dict:
+def summarize(
+    url: str,
+    tickets: int,
+    concurrency: int,
+    interval_s: float,
+    seed: int | None,
+    total_s: float,
+    sent: list[dict],
+    probes: list[dict],
+) -> dict:
     """Every figure of one run, as printed by --json."""
     health_ms = times_ms(probes)
     return {
-        "url": url, "tickets": tickets, "concurrency": concurrency, "interval_s": interval_s, "seed": seed,
+        "url": url,
+        "tickets": tickets,
+        "concurrency": concurrency,
+        "interval_s": interval_s,
+        "seed": seed,
         "total_s": total_s,
         "statuses": sorted({t["status"] for t in sent if t["status"] is not None}),
         "errors": sorted({t["error"] for t in sent if t["error"]}),
@@ -102,5 +130,3 @@ def summarize(url: str, tickets: int, concurrency: int, interval_s: float, seed:
         "ticket_runs": sorted(sent, key=lambda t: t["ticket"]),
         "probes": probes,
     }
-
-
