@@ -1,6 +1,7 @@
 """Helpers of the reliability tests: tickets with markers, their rows, load, and the API's idle figures."""
 
 import asyncio
+import json
 import re
 import threading
 import time
@@ -8,12 +9,14 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import httpx
 import psycopg
 
 from scripts.toolkit.load import closed_loop, outcome_of
 from scripts.toolkit.metrics import metric_totals
+from tests.lab.tools.commands import run_module
 
 MODES = ("thread", "blocking", "async")
 IDLE = {"ticket_api_threads_borrowed": 0, "ticket_api_db_pool_in_use": 0, "ticket_api_provider_in_flight": 0}
@@ -175,3 +178,14 @@ def wait_for(condition, timeout_s: float, what: str) -> None:
     while not condition():
         assert time.monotonic() < deadline, f"{what}: not within {timeout_s:g} s"
         time.sleep(0.02)
+
+
+def run_short_soak(out: Path, *flags: str, tickets: int, users: int, modes: str, quota: int) -> tuple[dict, str]:
+    """`python -m scripts.soak` small and fast (speed 0.05, short hangs, 10% errors): its --json figures, its stderr."""
+    result = run_module(
+        "scripts.soak", *flags, "--tickets", str(tickets), "--users", str(users), "--modes", modes,
+        "--speed", "0.05", "--provider-timeout", "0.5", "--hang-s", "2", "--error-rate", "0.1",
+        "--hang-rate", "0.05", "--quota", str(quota), "--json", "--out", str(out),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout), result.stderr

@@ -7,7 +7,6 @@ timeouts, while /health answers; once PostgreSQL is back, 201s return without re
 The postmaster killed is an embedded server of this module's own, never the session's.
 """
 
-import json
 import os
 import time
 
@@ -23,9 +22,9 @@ from tests.lab.reliability.reliability_testing import (
     marker_of,
     post_all,
     rows_by_marker,
+    run_short_soak,
     wait_for,
 )
-from tests.lab.tools.commands import run_module
 from ticket_api.database import CONNECT_TIMEOUT_S, connect
 from ticket_api.embedded import embedded_dsn
 
@@ -179,40 +178,14 @@ def test_kill_9_of_postgres_under_load_is_503_and_the_api_recovers_by_itself(
 
 
 def test_the_soak_kills_the_api_and_postgres_and_counts_what_was_committed_without_a_201(tmp_path):
-    result = run_module(
-        "scripts.soak",
-        "--kill",
-        "--tickets",
-        "48",
-        "--users",
-        "12",
-        "--modes",
-        "async",
-        "--speed",
-        "0.05",
-        "--provider-timeout",
-        "0.5",
-        "--hang-s",
-        "2",
-        "--error-rate",
-        "0.1",
-        "--hang-rate",
-        "0.05",
-        "--quota",
-        "0",
-        "--json",
-        "--out",
-        str(tmp_path),
-    )
-    assert result.returncode == 0, result.stderr
-    figures = json.loads(result.stdout)
+    figures, progress = run_short_soak(tmp_path, "--kill", tickets=48, users=12, modes="async", quota=0)
     assert figures["violations"] == 0
     run = figures["runs"][0]
     assert run["sent"] == sum(run["answers"].values()) == 48
     assert run["rows"] == run["complete_rows"] == run["created"] + len(run["saved_without_201"])
     assert run["duplicates"] == 0 and len(run["committed_without_201"]) <= run["tickets_retried"]
     assert run["restart"]["exit_code"] == -9 and run["restart"]["postgres"]["after_ticket"] == 36
-    assert "SIGKILL to the API" in result.stderr and "SIGKILL to PostgreSQL's postmaster" in result.stderr
+    assert "SIGKILL to the API" in progress and "SIGKILL to PostgreSQL's postmaster" in progress
     assert not (tmp_path / "pgdata").exists()  # the run's own server, stopped and removed
 
 

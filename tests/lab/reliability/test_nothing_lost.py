@@ -4,7 +4,6 @@ A 201 has exactly one ticket with its AI results, under the id it answered; any 
 no row at all. The soak (`python -m scripts.soak`) checks the same at scale; its test is here too.
 """
 
-import json
 import os
 import threading
 import time
@@ -22,8 +21,8 @@ from tests.lab.reliability.reliability_testing import (
     marked_ticket,
     metric_figures,
     post_all,
+    run_short_soak,
 )
-from tests.lab.tools.commands import run_module
 from tests.servers import serve
 from ticket_api.database import connect
 from ticket_api.main import create_app
@@ -93,32 +92,7 @@ def test_sigterm_in_the_middle_of_work_loses_no_ticket(start_api, slow_simulator
 
 
 def test_the_soak_checks_every_mode_through_a_restart(tmp_path):
-    result = run_module(
-        "scripts.soak",
-        "--tickets",
-        "24",
-        "--users",
-        "6",
-        "--modes",
-        "thread,blocking,async",
-        "--speed",
-        "0.05",
-        "--provider-timeout",
-        "0.5",
-        "--hang-s",
-        "2",
-        "--error-rate",
-        "0.1",
-        "--hang-rate",
-        "0.05",
-        "--quota",
-        "30",
-        "--json",
-        "--out",
-        str(tmp_path),
-    )
-    assert result.returncode == 0, result.stderr
-    figures = json.loads(result.stdout)
+    figures, progress = run_short_soak(tmp_path, tickets=24, users=6, modes="thread,blocking,async", quota=30)
     assert figures["violations"] == 0
     assert [run["mode"] for run in figures["runs"]] == ["thread", "blocking", "async"]
     for run in figures["runs"]:
@@ -126,7 +100,7 @@ def test_the_soak_checks_every_mode_through_a_restart(tmp_path):
         assert run["rows"] == run["complete_rows"] == run["created"] + len(run["saved_without_201"])
         assert run["duplicates"] == 0 and run["violations"] == []
         assert run["restart"]["after_ticket"] == 12 and run["restart"]["exit_code"] != -9
-    assert "SIGTERM to the API" in result.stderr
+    assert "SIGTERM to the API" in progress
     assert (tmp_path / "logs" / "async-restarted" / "api.log").exists()
 
 
