@@ -382,8 +382,8 @@ def main() -> int:
     parser.add_argument("--calibration", type=float, default=60, help="seconds of the 2-user run (default %(default)s)")
     parser.add_argument(
         "--async-client",
-        choices=["aiohttp", "httpx"],
-        default="aiohttp",
+        choices=["httptools", "aiohttp", "httpx"],
+        default="httptools",
         help="the API's PROVIDER_ASYNC_CLIENT (default %(default)s)",
     )
     parser.add_argument(

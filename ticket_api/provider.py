@@ -17,6 +17,7 @@ from httpx_aiohttp.transport import AiohttpTransport, map_aiohttp_exceptions
 from ticket_api.config import Settings
 from ticket_api.errors import ProviderBusy, ProviderTimeout, ProviderUnavailable, describe
 from ticket_api.timing import note_provider_call
+from ticket_api.transport import Http1Transport
 
 JSON_HEADERS = {"Content-Type": "application/json"}
 REACH_TIMEOUT_S = 1.0
@@ -104,15 +105,19 @@ def absolute_url(base_url: str, path: str) -> httpx.URL:
 
 
 def make_async_client(kind: str, options: dict) -> httpx.AsyncClient:
-    """httpx.AsyncClient over aiohttp's connection pool (PROVIDER_ASYNC_CLIENT=aiohttp) or over its own.
+    """httpx.AsyncClient over asyncio's sockets and httptools (PROVIDER_ASYNC_CLIENT=httptools, the default),
+    over aiohttp's connection pool (aiohttp) or over its own (httpx).
 
     Chosen by measurement (README, "Performance"): httpx's own pool spends CPU per request that
     grows with the connections it holds, so with a few hundred calls in flight the pool, not the
-    provider, becomes the limit. aiohttp's pool does not.
+    provider, becomes the limit. aiohttp's pool does not, but builds a request and an answer of
+    its own under httpx's; `Http1Transport` only moves the bytes.
     """
-    if kind == "aiohttp" and options["transport"] is None:
+    if options["transport"] is not None or kind == "httpx":
+        return CookielessAsyncClient(**options)
+    if kind == "aiohttp":
         return CookielessAsyncClient(**{**options, "transport": WholeAnswerTransport(limits=options["limits"])})
-    return CookielessAsyncClient(**options)
+    return CookielessAsyncClient(**{**options, "transport": Http1Transport(options["limits"])})
 
 
 class WholeAnswerTransport(AiohttpTransport):

@@ -1,0 +1,173 @@
+"""The connections under `provider.acall`'s httpx.AsyncClient: HTTP/1.1 keep-alive, parsed by httptools.
+
+httpx.AsyncClient builds each request and reads each answer (headers, event hooks, its "HTTP
+Request" log line); its transport only moves bytes. This one does it with asyncio's own sockets
+and httptools' parser (the C parser uvicorn uses for the API itself), for the one thing the
+provider needs: a small JSON request, a small JSON answer, on a connection kept open. What it
+keeps of a full client: a pool of at most `max_connections`, the connect, read and pool timeouts,
+and httpx's errors for each failure (ConnectError, ConnectTimeout, ReadTimeout, PoolTimeout,
+RemoteProtocolError), so that `provider.py` maps them as before. Not here: proxies, HTTP/2,
+upgrades, streaming (none of which the provider uses).
+
+Why not aiohttp's pool under httpx (httpx-aiohttp, the earlier default): it spent about 0.2 ms of
+the event loop per call building a second request and response of its own (README, "Performance").
+"""
+
+import asyncio
+import ssl
+from collections import deque
+
+import httptools
+import httpx
+
+RESPONSE_EXTENSIONS = {"http_version": b"HTTP/1.1"}
+
+
+class Http1Transport(httpx.AsyncBaseTransport):
+    """httpx's transport interface over a pool of HTTP/1.1 connections, all to the client's one origin."""
+
+    def __init__(self, limits: httpx.Limits, ssl_context: ssl.SSLContext | None = None):
+        self._slots = asyncio.Semaphore(limits.max_connections or 1_000_000)
+        self._idle: deque[_Connection] = deque()
+        self._ssl_context = ssl_context
+        self._closed = False
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        """Send `request` on an idle connection (or a new one) and read the whole answer."""
+        timeout = request.extensions.get("timeout", {})
+        await self._take_slot(timeout.get("pool"))
+        try:
+            connection = self._idle_connection() or await self._connect(request.url, timeout.get("connect"))
+            try:
+                status, headers, body = await connection.exchange(_head(request) + request.content, timeout.get("read"))
+            except BaseException:
+                connection.close()
+                raise
+            if connection.reusable():
+                self._idle.append(connection)
+            else:
+                connection.close()
+        finally:
+            self._slots.release()
+        return httpx.Response(status, headers=headers, content=body, request=request, extensions=RESPONSE_EXTENSIONS)
+
+    async def _take_slot(self, pool_timeout: float | None) -> None:
+        if self._closed:
+            raise httpx.ConnectError("the client is closed")
+        if self._slots.locked():
+            try:
+                async with asyncio.timeout(pool_timeout):
+                    await self._slots.acquire()
+            except TimeoutError:
+                raise httpx.PoolTimeout("no free connection within the pool timeout") from None
+        else:
+            await self._slots.acquire()  # free: returns at once
+
+    def _idle_connection(self) -> "_Connection | None":
+        # The most recently used first: the server has least likely closed it meanwhile.
+        while self._idle:
+            connection = self._idle.pop()
+            if connection.reusable():
+                return connection
+        return None
+
+    async def _connect(self, url: httpx.URL, connect_timeout: float | None) -> "_Connection":
+        loop = asyncio.get_running_loop()
+        secure = url.scheme == "https"
+        port = url.port or (443 if secure else 80)
+        context = (self._ssl_context or ssl.create_default_context()) if secure else None
+        try:
+            async with asyncio.timeout(connect_timeout):
+                _, connection = await loop.create_connection(_Connection, url.host, port, ssl=context)
+        except TimeoutError:
+            raise httpx.ConnectTimeout(f"no connection to {url.host}:{port} within the connect timeout") from None
+        except OSError as exc:
+            raise httpx.ConnectError(str(exc) or type(exc).__name__) from exc
+        return connection
+
+    async def aclose(self) -> None:
+        """Close every idle connection; the transport refuses new requests."""
+        self._closed = True
+        while self._idle:
+            self._idle.pop().close()
+
+
+def _head(request: httpx.Request) -> bytes:
+    """The request line and headers, as bytes (httpx has already added Host and Content-Length)."""
+    target = request.url.raw_path
+    lines = [request.method.encode("ascii"), b" ", target, b" HTTP/1.1\r\n"]
+    for name, value in request.headers.raw:
+        lines += [name, b": ", value, b"\r\n"]
+    lines.append(b"\r\n")
+    return b"".join(lines)
+
+
+class _Connection(asyncio.Protocol):
+    """One keep-alive connection: one request at a time, its answer parsed as the bytes arrive."""
+
+    def __init__(self) -> None:
+        self._transport: asyncio.Transport | None = None
+        self._parser = httptools.HttpResponseParser(self)
+        self._answer: asyncio.Future | None = None
+        self._headers: list[tuple[bytes, bytes]] = []
+        self._body: list[bytes] = []
+        self._keep_alive = False
+        self._lost = False
+
+    # asyncio's side
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserError as exc:
+            self._fail(httpx.RemoteProtocolError(f"the server's answer is not valid HTTP/1.1: {exc}"))
+            self.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._lost = True
+        self._fail(httpx.RemoteProtocolError("the server closed the connection without a whole answer"))
+
+    # httptools' side
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._headers.append((name, value))
+
+    def on_body(self, body: bytes) -> None:
+        self._body.append(body)
+
+    def on_message_complete(self) -> None:
+        self._keep_alive = self._parser.should_keep_alive()
+        if self._answer is not None and not self._answer.done():
+            status = self._parser.get_status_code()
+            self._answer.set_result((status, self._headers, b"".join(self._body)))
+
+    # the transport's side
+    async def exchange(self, request: bytes, read_timeout: float | None) -> tuple[int, list, bytes]:
+        """Write one request, wait for its whole answer: (status, raw headers, body)."""
+        assert self._transport is not None and self._answer is None
+        self._answer = asyncio.get_running_loop().create_future()
+        self._headers, self._body, self._keep_alive = [], [], False
+        self._transport.write(request)
+        try:
+            async with asyncio.timeout(read_timeout):
+                return await self._answer
+        except TimeoutError:
+            raise httpx.ReadTimeout("no whole answer within the read timeout") from None
+        finally:
+            self._answer = None
+
+    def reusable(self) -> bool:
+        """Open, idle, and the last answer allowed keeping it open."""
+        return self._keep_alive and not self._lost and self._answer is None
+
+    def close(self) -> None:
+        """Close the socket (its pending answer, if any, fails)."""
+        self._keep_alive = False
+        if self._transport is not None:
+            self._transport.close()
+
+    def _fail(self, error: Exception) -> None:
+        if self._answer is not None and not self._answer.done():
+            self._answer.set_exception(error)
