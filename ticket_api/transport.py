@@ -27,7 +27,9 @@ class Http1Transport(httpx.AsyncBaseTransport):
     """httpx's transport interface over a pool of HTTP/1.1 connections, all to the client's one origin."""
 
     def __init__(self, limits: httpx.Limits, ssl_context: ssl.SSLContext | None = None):
-        self._slots = asyncio.Semaphore(limits.max_connections or 1_000_000)
+        self._max_connections = limits.max_connections or 1_000_000
+        self._in_use = 0  # connections lent to a request; never more than _max_connections
+        self._waiting: deque[asyncio.Future] = deque()  # requests waiting for one, first come first served
         self._idle: deque[_Connection] = deque()
         self._ssl_context = ssl_context
         self._closed = False
@@ -39,7 +41,9 @@ class Http1Transport(httpx.AsyncBaseTransport):
         try:
             connection = self._idle_connection() or await self._connect(request.url, timeout.get("connect"))
             try:
-                status, headers, body = await connection.exchange(_head(request) + request.content, timeout.get("read"))
+                status, headers, body, encoded = await connection.exchange(
+                    _head(request) + request.content, timeout.get("read")
+                )
             except BaseException:
                 connection.close()
                 raise
@@ -48,20 +52,43 @@ class Http1Transport(httpx.AsyncBaseTransport):
             else:
                 connection.close()
         finally:
-            self._slots.release()
-        return httpx.Response(status, headers=headers, content=body, request=request, extensions=RESPONSE_EXTENSIONS)
+            self._give_slot()
+        response = httpx.Response(
+            status, headers=headers, stream=httpx.ByteStream(body), request=request, extensions=RESPONSE_EXTENSIONS
+        )
+        if not encoded:
+            # What httpx's read() would make of an answer without Content-Encoding, without its pass
+            # through a decoder and a chunker, async iterators each (a tenth of the client's CPU).
+            response._content = body
+        return response
 
     async def _take_slot(self, pool_timeout: float | None) -> None:
         if self._closed:
             raise httpx.ConnectError("the client is closed")
-        if self._slots.locked():
-            try:
-                async with asyncio.timeout(pool_timeout):
-                    await self._slots.acquire()
-            except TimeoutError:
+        if self._in_use < self._max_connections and not self._waiting:
+            self._in_use += 1
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiting.append(waiter)
+        try:
+            async with asyncio.timeout(pool_timeout):
+                await waiter  # _give_slot hands its slot over: _in_use stays as it is
+        except BaseException as exc:
+            if waiter.done() and not waiter.cancelled():
+                self._give_slot()  # handed over just as the wait ended: pass it on
+            else:
+                waiter.cancel()
+            if isinstance(exc, TimeoutError):
                 raise httpx.PoolTimeout("no free connection within the pool timeout") from None
-        else:
-            await self._slots.acquire()  # free: returns at once
+            raise
+
+    def _give_slot(self) -> None:
+        while self._waiting:
+            waiter = self._waiting.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+        self._in_use -= 1
 
     def _idle_connection(self) -> "_Connection | None":
         # The most recently used first: the server has least likely closed it meanwhile.
@@ -111,6 +138,7 @@ class _Connection(asyncio.Protocol):
         self._answer: asyncio.Future | None = None
         self._headers: list[tuple[bytes, bytes]] = []
         self._body: list[bytes] = []
+        self._encoded = False
         self._keep_alive = False
         self._lost = False
 
@@ -133,6 +161,8 @@ class _Connection(asyncio.Protocol):
     # httptools' side
     def on_header(self, name: bytes, value: bytes) -> None:
         self._headers.append((name, value))
+        if len(name) == 16 and name.lower() == b"content-encoding":
+            self._encoded = True
 
     def on_body(self, body: bytes) -> None:
         self._body.append(body)
@@ -141,21 +171,23 @@ class _Connection(asyncio.Protocol):
         self._keep_alive = self._parser.should_keep_alive()
         if self._answer is not None and not self._answer.done():
             status = self._parser.get_status_code()
-            self._answer.set_result((status, self._headers, b"".join(self._body)))
+            self._answer.set_result((status, self._headers, b"".join(self._body), self._encoded))
 
     # the transport's side
-    async def exchange(self, request: bytes, read_timeout: float | None) -> tuple[int, list, bytes]:
-        """Write one request, wait for its whole answer: (status, raw headers, body)."""
+    async def exchange(self, request: bytes, read_timeout: float | None) -> tuple[int, list, bytes, bool]:
+        """Write one request, wait for its whole answer: (status, raw headers, body, whether it is encoded)."""
         assert self._transport is not None and self._answer is None
-        self._answer = asyncio.get_running_loop().create_future()
-        self._headers, self._body, self._keep_alive = [], [], False
+        loop = asyncio.get_running_loop()
+        self._answer = loop.create_future()
+        self._headers, self._body, self._encoded, self._keep_alive = [], [], False, False
         self._transport.write(request)
+        # One timer handle, not asyncio.timeout()'s context manager: this runs three times per ticket.
+        timer = None if read_timeout is None else loop.call_later(read_timeout, self._time_out)
         try:
-            async with asyncio.timeout(read_timeout):
-                return await self._answer
-        except TimeoutError:
-            raise httpx.ReadTimeout("no whole answer within the read timeout") from None
+            return await self._answer
         finally:
+            if timer is not None:
+                timer.cancel()
             self._answer = None
 
     def reusable(self) -> bool:
@@ -167,6 +199,9 @@ class _Connection(asyncio.Protocol):
         self._keep_alive = False
         if self._transport is not None:
             self._transport.close()
+
+    def _time_out(self) -> None:
+        self._fail(httpx.ReadTimeout("no whole answer within the read timeout"))
 
     def _fail(self, error: Exception) -> None:
         if self._answer is not None and not self._answer.done():
