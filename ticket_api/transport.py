@@ -14,13 +14,17 @@ the event loop per call building a second request and response of its own (READM
 """
 
 import asyncio
+import select
 import ssl
+import time
 from collections import deque
 
 import httptools
 import httpx
 
 RESPONSE_EXTENSIONS = {"http_version": b"HTTP/1.1"}
+# A connection idle for longer is looked at before it is used again: has the server closed it meanwhile?
+CHECK_IDLE_AFTER_S = 1.0
 
 
 class Http1Transport(httpx.AsyncBaseTransport):
@@ -31,6 +35,7 @@ class Http1Transport(httpx.AsyncBaseTransport):
         self._in_use = 0  # connections lent to a request; never more than _max_connections
         self._waiting: deque[asyncio.Future] = deque()  # requests waiting for one, first come first served
         self._idle: deque[_Connection] = deque()
+        self._keepalive_expiry = limits.keepalive_expiry
         self._ssl_context = ssl_context
         self._closed = False
 
@@ -48,6 +53,7 @@ class Http1Transport(httpx.AsyncBaseTransport):
                 connection.close()
                 raise
             if connection.reusable():
+                connection.idle_since = time.monotonic()
                 self._idle.append(connection)
             else:
                 connection.close()
@@ -91,10 +97,16 @@ class Http1Transport(httpx.AsyncBaseTransport):
         self._in_use -= 1
 
     def _idle_connection(self) -> "_Connection | None":
-        # The most recently used first: the server has least likely closed it meanwhile.
+        # The most recently used first: the server has least likely closed it meanwhile. A server closes
+        # a connection idle for its keep-alive time (uvicorn: 5 s); a request sent just then is lost
+        # (502), so a connection idle for a while is checked first, and one idle too long is not reused.
+        now = time.monotonic()
         while self._idle:
             connection = self._idle.pop()
-            if connection.reusable():
+            idle_s = now - connection.idle_since
+            if self._keepalive_expiry is not None and idle_s > self._keepalive_expiry:
+                connection.close()
+            elif connection.reusable() and (idle_s < CHECK_IDLE_AFTER_S or connection.still_open()):
                 return connection
         return None
 
@@ -141,6 +153,7 @@ class _Connection(asyncio.Protocol):
         self._encoded = False
         self._keep_alive = False
         self._lost = False
+        self.idle_since = 0.0  # time.monotonic() when its last answer was read
 
     # asyncio's side
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -193,6 +206,18 @@ class _Connection(asyncio.Protocol):
     def reusable(self) -> bool:
         """Open, idle, and the last answer allowed keeping it open."""
         return self._keep_alive and not self._lost and self._answer is None
+
+    def still_open(self) -> bool:
+        """Whether the server has not closed the connection: a look at the socket, for an end of stream that
+        may have arrived before the event loop read it (as httpcore looks before it reuses a connection)."""
+        sock = self._transport.get_extra_info("socket") if self._transport is not None else None
+        if sock is None or self._lost:
+            return False
+        readable, _, _ = select.select([sock], [], [], 0)
+        if readable:  # an idle connection has nothing to say: the server closed it, or sent what nobody asked for
+            self.close()
+            return False
+        return True
 
     def close(self) -> None:
         """Close the socket (its pending answer, if any, fails)."""

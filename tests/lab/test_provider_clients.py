@@ -138,3 +138,63 @@ def test_waiting_too_long_for_a_pooled_connection_is_an_error_not_a_hang(client,
     assert time.perf_counter() - started < 5
     assert sum(isinstance(result, tuple) for result in results) >= 1  # the first got the connection
     assert any(isinstance(result, error) for result in results)  # the last waited past the timeout
+
+
+@pytest.fixture
+def answer_once_then_close():
+    """A provider on a raw socket that answers one call per connection, keep-alive, then closes it after 0.1 s."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    server.settimeout(0.1)
+    body = b'{"object": "chat.completion", "choices": []}'
+    answer = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                connection, _ = server.accept()
+            except OSError:
+                continue
+            with connection:
+                request = b""
+                while b"\r\n\r\n" not in request:
+                    request += connection.recv(65536)
+                head, _, rest = request.partition(b"\r\n\r\n")
+                length = int(
+                    next(
+                        v
+                        for k, v in (line.split(b": ", 1) for line in head.split(b"\r\n")[1:])
+                        if k.lower() == b"content-length"
+                    )
+                )
+                while len(rest) < length:
+                    rest += connection.recv(65536)
+                connection.sendall(answer)
+                time.sleep(0.1)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.getsockname()[1]}/v1"
+    stop.set()
+    thread.join()
+    server.close()
+
+
+def test_a_kept_connection_the_server_closed_is_not_reused(answer_once_then_close):
+    # The server closes the connection while the event loop is busy (time.sleep), so the loop has not read
+    # the end of stream when the next call starts: the transport must look at the socket, not send into it.
+    provider = Provider(load_settings(_env_file=None, provider_url=answer_once_then_close))
+
+    async def twice() -> list:
+        try:
+            first = await provider.acall("/chat/completions", CHAT)
+            time.sleep(1.2)  # blocks the loop on purpose: idle past CHECK_IDLE_AFTER_S, closed by the server
+            second = await provider.acall("/chat/completions", CHAT)
+            return [first, second]
+        finally:
+            await provider.aclose()
+
+    answers = asyncio.run(twice())
+    assert [answer["object"] for answer, _ in answers] == ["chat.completion", "chat.completion"]
