@@ -141,6 +141,16 @@ def _head(request: httpx.Request) -> bytes:
     return b"".join(lines)
 
 
+def _readable(sock) -> bool:
+    """Whether the socket has something to read (or its end), without waiting; select() only where poll() is
+    missing (Windows): it cannot take descriptors past 1023, which a process with 1,000 connections has."""
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(sock, select.POLLIN)
+        return bool(poller.poll(0))
+    return bool(select.select([sock], [], [], 0)[0])
+
+
 class _Connection(asyncio.Protocol):
     """One keep-alive connection: one request at a time, its answer parsed as the bytes arrive."""
 
@@ -213,8 +223,7 @@ class _Connection(asyncio.Protocol):
         sock = self._transport.get_extra_info("socket") if self._transport is not None else None
         if sock is None or self._lost:
             return False
-        readable, _, _ = select.select([sock], [], [], 0)
-        if readable:  # an idle connection has nothing to say: the server closed it, or sent what nobody asked for
+        if _readable(sock):  # an idle connection has nothing to say: the server closed it, or sent junk
             self.close()
             return False
         return True
