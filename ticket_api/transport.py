@@ -44,21 +44,23 @@ class Http1Transport(httpx.AsyncBaseTransport):
         timeout = request.extensions.get("timeout", {})
         await self._take_slot(timeout.get("pool"))
         try:
-            connection = self._idle_connection() or await self._connect(request.url, timeout.get("connect"))
-            try:
-                status, headers, body, encoded = await connection.exchange(
-                    _head(request) + request.content, timeout.get("read")
-                )
-            except BaseException:
-                connection.close()
-                raise
-            if connection.reusable():
-                connection.idle_since = time.monotonic()
-                self._idle.append(connection)
-            else:
-                connection.close()
+            message, read_timeout = _head(request) + request.content, timeout.get("read")
+            connection = self._idle_connection()
+            answer = None
+            if connection is not None:
+                try:
+                    answer = await self._exchange(connection, message, read_timeout)
+                except ClosedUnanswered:
+                    # The server closed this kept connection before a byte of an answer: it closed it as
+                    # idle (keep-alive) just as the request went out, so the request was never read.
+                    # Once more, on a new connection; a new connection closed so is an error.
+                    pass
+            if answer is None:
+                connection = await self._connect(request.url, timeout.get("connect"))
+                answer = await self._exchange(connection, message, read_timeout)
         finally:
             self._give_slot()
+        status, headers, body, encoded = answer
         response = httpx.Response(
             status, headers=headers, stream=httpx.ByteStream(body), request=request, extensions=RESPONSE_EXTENSIONS
         )
@@ -67,6 +69,19 @@ class Http1Transport(httpx.AsyncBaseTransport):
             # through a decoder and a chunker, async iterators each (a tenth of the client's CPU).
             response._content = body
         return response
+
+    async def _exchange(self, connection: "_Connection", message: bytes, read_timeout: float | None) -> tuple:
+        try:
+            answer = await connection.exchange(message, read_timeout)
+        except BaseException:
+            connection.close()
+            raise
+        if connection.reusable():
+            connection.idle_since = time.monotonic()
+            self._idle.append(connection)
+        else:
+            connection.close()
+        return answer
 
     async def _take_slot(self, pool_timeout: float | None) -> None:
         if self._closed:
@@ -131,6 +146,10 @@ class Http1Transport(httpx.AsyncBaseTransport):
             self._idle.pop().close()
 
 
+class ClosedUnanswered(httpx.RemoteProtocolError):
+    """The server closed the connection before a byte of its answer."""
+
+
 def _head(request: httpx.Request) -> bytes:
     """The request line and headers, as bytes (httpx has already added Host and Content-Length)."""
     target = request.url.raw_path
@@ -161,6 +180,7 @@ class _Connection(asyncio.Protocol):
         self._headers: list[tuple[bytes, bytes]] = []
         self._body: list[bytes] = []
         self._encoded = False
+        self._answer_started = False
         self._keep_alive = False
         self._lost = False
         self.idle_since = 0.0  # time.monotonic() when its last answer was read
@@ -171,6 +191,7 @@ class _Connection(asyncio.Protocol):
         self._transport = transport
 
     def data_received(self, data: bytes) -> None:
+        self._answer_started = True
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserError as exc:
@@ -179,7 +200,10 @@ class _Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._lost = True
-        self._fail(httpx.RemoteProtocolError("the server closed the connection without a whole answer"))
+        if self._answer_started:
+            self._fail(httpx.RemoteProtocolError("the server closed the connection without a whole answer"))
+        else:
+            self._fail(ClosedUnanswered("the server closed the connection without an answer"))
 
     # httptools' side
     def on_header(self, name: bytes, value: bytes) -> None:
@@ -203,6 +227,7 @@ class _Connection(asyncio.Protocol):
         loop = asyncio.get_running_loop()
         self._answer = loop.create_future()
         self._headers, self._body, self._encoded, self._keep_alive = [], [], False, False
+        self._answer_started = False
         self._transport.write(request)
         # One timer handle, not asyncio.timeout()'s context manager: this runs three times per ticket.
         timer = None if read_timeout is None else loop.call_later(read_timeout, self._time_out)
