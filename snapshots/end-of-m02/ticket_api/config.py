@@ -54,14 +54,14 @@ class Settings(BaseSettings):
         1024,
         ge=1,
         le=100_000,
-        description="HTTP connections to the provider per client; with aiohttp's pool (the default), a call that "
-        "cannot get one within `PROVIDER_TIMEOUT_S` fails with 504 `ai_timeout` instead of waiting on "
-        "(httpx's own pool lets calls wait in line)",
+        description="HTTP connections to the provider per client; with the default pool, a call that cannot get "
+        "one within `PROVIDER_TIMEOUT_S` fails with 503 `ai_busy` instead of waiting on (aiohttp's gives 504 "
+        "`ai_timeout`; httpx's own lets calls wait in line)",
     )
-    provider_async_client: Literal["aiohttp", "httpx"] = Field(
-        "aiohttp",
-        description="the connection pool under `provider.acall`'s `httpx.AsyncClient`: aiohttp's (`aiohttp`) or "
-        "httpx's own (`httpx`)",
+    provider_async_client: Literal["httptools", "aiohttp", "httpx"] = Field(
+        "httptools",
+        description="the connections under `provider.acall`'s `httpx.AsyncClient`: asyncio's own with httptools' "
+        "parser (`httptools`), aiohttp's pool (`aiohttp`) or httpx's own (`httpx`)",
     )
     provider_max_concurrency: int = Field(
         0,
