@@ -5,7 +5,8 @@ Three probes run side by side, each with at most one request in flight: GET /hea
 the API's GET /metrics; the simulator's GET /admin/stats. A probe still waiting is a probe without
 an answer: its series get no value meanwhile, and /health's shows how long it has been waiting.
 Every tick (0.2 s), one row takes the latest value of every series; the last WINDOW_S seconds are kept.
-/health is asked twice a tick, the others once: 15 small requests a second to the API at 0.2 s.
+/health is asked twice a tick, the others once: 15 small requests a second to the API at the page's
+0.2 s, 6 at a recording's 0.5 s (`watched`, `recorded_in_thread`: scripts.compare and scripts.capacity).
 """
 
 import asyncio
@@ -21,7 +22,10 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 TICK_S = 0.2  # the page's; scripts.compare and scripts.capacity record every RECORD_TICK_S
-RECORD_TICK_S = 0.5
+RECORD_TICK_S = 0.5  # at the simulator's speed 1; shorter at a faster simulator (record_tick_s), 0.1 s at least
+# A recording goes on a few ticks after its work: a stalled API's last lag and tickets/s come with
+# the first /metrics answer after the stall, a moment after the work's own last answer.
+LINGER_TICKS = 2
 WINDOW_S = 60.0
 NO_ANSWER_S = 0.5  # a probe waiting longer than this counts as "no answer"
 TIMEOUT_S = 30.0  # a probe given up after this; the next one starts at once
@@ -256,11 +260,52 @@ async def watching(
             await task
 
 
-async def watched(work: Awaitable[T], api_url: str, simulator_url: str) -> tuple[T, list[Row]]:
-    """Await `work` while a Watcher records what the server holds (every RECORD_TICK_S); its result and the rows."""
-    async with watching(api_url, simulator_url, window_s=float("inf"), tick_s=RECORD_TICK_S) as watcher:
+def record_tick_s(speed: float) -> float:
+    """A recording's tick for the simulator's `speed` (0.05: twenty times faster): shorter with it, 0.1 s at least."""
+    return max(0.1, RECORD_TICK_S * min(speed, 1.0))
+
+
+def peaks(rows: list[Row]) -> dict[str, float | None]:
+    """The largest value of each series of a recording (None where it has none), and the seconds without an answer."""
+
+    def largest(key: str) -> float | None:
+        values = [row[key] for row in rows if row.get(key) is not None]
+        return max(values) if values else None
+
+    created = [row["tickets_per_s"].get("created", 0.0) for row in rows if row.get("tickets_per_s")]
+    tick_s = rows[1]["t"] - rows[0]["t"] if len(rows) > 1 else 0.0
+    silent = sum(1 for row in rows if row["health_s"] is not None and not row["api_answers"])
+    return {
+        **{f"{key}_max": largest(key) for key in ("health_s", "lag_s", *GAUGES, "sim_in_flight")},
+        "created_per_s_max": max(created) if created else None,
+        "no_answer_s": round(silent * tick_s, 3),
+    }
+
+
+def recording(watcher: Watcher) -> dict[str, Any]:
+    """What a recorded run keeps: the tick, the API's header (INTAKE_MODE, ...), the peaks and the rows."""
+    rows = watcher.rows()
+    return {"tick_s": watcher.tick_s, "header": watcher.header, "peaks": peaks(rows), "rows": rows}
+
+
+async def watched(
+    work: Awaitable[T], api_url: str, simulator_url: str, tick_s: float = RECORD_TICK_S
+) -> tuple[T, dict[str, Any]]:
+    """Await `work` while a Watcher records what the server holds (a row every `tick_s`); its result and recording()."""
+    async with watching(api_url, simulator_url, window_s=float("inf"), tick_s=tick_s) as watcher:
         result = await work
-    return result, watcher.rows()
+        await asyncio.sleep(LINGER_TICKS * tick_s)
+    return result, recording(watcher)
+
+
+@contextlib.contextmanager
+def recorded_in_thread(api_url: str, simulator_url: str, tick_s: float = RECORD_TICK_S) -> Iterator[dict[str, Any]]:
+    """Record what the server holds during a block that blocks (a Locust run): the dict gets recording() at its end."""
+    held: dict[str, Any] = {}
+    with watching_in_thread(api_url, simulator_url, window_s=float("inf"), tick_s=tick_s) as watcher:
+        yield held
+        time.sleep(LINGER_TICKS * tick_s)
+    held.update(recording(watcher))
 
 
 @contextlib.contextmanager
@@ -287,3 +332,22 @@ def watching_in_thread(
         loop.call_soon_threadsafe(task.cancel)
         thread.join()
         loop.close()
+
+
+def describe_peaks(peaks: dict[str, Any]) -> str:
+    """A recording's peaks in one progress line."""
+
+    def most(key: str) -> str:
+        value = peaks.get(f"{key}_max")
+        return "-" if value is None else f"{value:g}"
+
+    def seconds(key: str) -> str:
+        value = peaks.get(f"{key}_max")
+        return "-" if value is None else f"{value * 1000:.0f} ms" if value < 1 else f"{value:.1f} s"
+
+    return (
+        f"held: /health up to {seconds('health_s')}, lag up to {seconds('lag_s')}, "
+        f"threads {most('threads_borrowed')} of {most('threads_total')}, "
+        f"DB connections {most('db_in_use')} of {most('db_max')} ({most('db_waiting')} waiting), "
+        f"provider calls in flight {most('api_in_flight')} (simulator: {most('sim_in_flight')})"
+    )
