@@ -265,27 +265,26 @@ def record_tick_s(speed: float) -> float:
     return max(0.1, RECORD_TICK_S * min(speed, 1.0))
 
 
-def peaks(rows: list[Row]) -> dict[str, float | None]:
-    """The largest value of each series of a recording (None where it has none), and the seconds without an answer."""
+def peaks(rows: list[Row], tick_s: float) -> dict[str, float | None]:
+    """The largest value of each series of rows made every `tick_s` (None where it has none); seconds without answer."""
 
     def largest(key: str) -> float | None:
         values = [row[key] for row in rows if row.get(key) is not None]
         return max(values) if values else None
 
     created = [row["tickets_per_s"].get("created", 0.0) for row in rows if row.get("tickets_per_s")]
-    tick_s = rows[1]["t"] - rows[0]["t"] if len(rows) > 1 else 0.0
     silent = sum(1 for row in rows if row["health_s"] is not None and not row["api_answers"])
     return {
         **{f"{key}_max": largest(key) for key in ("health_s", "lag_s", *GAUGES, "sim_in_flight")},
         "created_per_s_max": max(created) if created else None,
-        "no_answer_s": round(silent * tick_s, 3),
+        "no_answer_s": round(silent * tick_s, 1),
     }
 
 
 def recording(watcher: Watcher) -> dict[str, Any]:
     """What a recorded run keeps: the tick, the API's header (INTAKE_MODE, ...), the peaks and the rows."""
     rows = watcher.rows()
-    return {"tick_s": watcher.tick_s, "header": watcher.header, "peaks": peaks(rows), "rows": rows}
+    return {"tick_s": watcher.tick_s, "header": watcher.header, "peaks": peaks(rows, watcher.tick_s), "rows": rows}
 
 
 async def watched(

@@ -88,7 +88,7 @@ def test_a_recording_keeps_its_peaks_and_draws_them_with_the_silence_shaded(tmp_
     rows += [a_row(t, answers=False, sim_in_flight=1) for t in (1.5, 2.0, 2.5)]
     rows += [a_row(3.0, tickets_per_s={"created": 1.5, "db_busy": 0.5})]
     held = {"tick_s": 0.5, "header": {"event_loop": "asyncio", "thread_limit": "40"}, "rows": rows}
-    held["peaks"] = peaks(rows)
+    held["peaks"] = peaks(rows, 0.5)
     assert held["peaks"]["threads_borrowed_max"] == 4.0 and held["peaks"]["sim_in_flight_max"] == 4
     assert held["peaks"]["lag_s_max"] == 2.2 and held["peaks"]["no_answer_s"] == 1.5
     assert held["peaks"]["created_per_s_max"] == 1.5 and held["peaks"]["health_s_max"] == 2.0
