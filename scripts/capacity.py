@@ -3,7 +3,8 @@
 It starts the lab as scripts.compare does, runs locustfiles/tickets.py headless against each mode
 (a separate process: Locust's gevent patching stays out of this one), reads Locust's final JSON,
 and sets each result against the Little's-law limit: users ÷ the provider's time per ticket,
-measured on the tickets saved during the same run.
+measured on the tickets saved during the same run. Meanwhile toolkit.watcher records what the
+server held (threads, DB connections, provider calls, the loop's lag), drawn per mode and users.
 """
 
 import argparse

@@ -2,8 +2,9 @@
 
 It starts the database, then a simulator (quota off) and the API for each INTAKE_MODE in turn (on
 asyncio's event loop, or on each loop of --loop), runs scripts.stall against each, prints the table
-beside the course's figures, and writes the figures (JSON, CSV), the chart of /health medians and
-one timeline per mode and loop to an output folder.
+beside the course's figures, and writes the figures (JSON, CSV), the chart of /health medians,
+one timeline per mode and loop and one chart of what the server held meanwhile (threads, DB
+connections, provider calls, the loop's lag: toolkit.watcher's recording) to an output folder.
 """
 
 import argparse
