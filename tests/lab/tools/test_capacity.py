@@ -150,7 +150,7 @@ def test_a_short_run_finds_async_near_its_limit_and_blocking_far_below(lab_datab
         len(recording["rows"]) >= 10 and set(HELD_FIELDS) <= set(recording["rows"][0]) for recording in held.values()
     )
     assert held["async"]["peaks"]["sim_in_flight_max"] >= 2  # 4 users' calls, at once, most of the time
-    assert held["blocking"]["peaks"]["lag_s_max"] > 5 * held["async"]["peaks"]["lag_s_max"]
+    assert held["blocking"]["peaks"]["lag_s_max"] > 3 * held["async"]["peaks"]["lag_s_max"]
 
 
 def test_without_held_nothing_is_recorded_or_drawn(lab_database_url, tmp_path):

@@ -115,7 +115,7 @@ def test_a_quick_comparison_shows_the_stall_writes_its_files_and_stops_everythin
         len(recording["rows"]) >= 3 and set(HELD_FIELDS) <= set(recording["rows"][0]) for recording in held.values()
     )
     # the blocked loop's lag is read from the API's histogram, not sampled: seconds against milliseconds
-    assert held["blocking"]["peaks"]["lag_s_max"] > 10 * held["async"]["peaks"]["lag_s_max"]
+    assert held["blocking"]["peaks"]["lag_s_max"] > 5 * held["async"]["peaks"]["lag_s_max"]
     assert "INTAKE_MODE=blocking" in (tmp_path / "held-blocking.svg").read_text()
     assert "held: /health up to" in result.stderr
     assert not any(listening(row["api_url"]) or listening(row["simulator_url"]) for row in rows.values())
