@@ -27,10 +27,11 @@ from scripts.toolkit.cli import (
     progress,
     run,
 )
+from scripts.toolkit.held import describe_peaks, draw_held
 from scripts.toolkit.lab import EXIT_CODES, add_modes_argument, event_loop, running_lab
 from scripts.toolkit.load import SATURATED_CPU_SHARE
 from scripts.toolkit.locust import run_locust
-from scripts.toolkit.watcher import describe_peaks, record_tick_s, recorded_in_thread
+from scripts.toolkit.watcher import record_tick_s, recorded_in_thread
 
 
 def cpu_seconds(pid: int) -> float:
@@ -226,7 +227,7 @@ def write_files(folder, rows: list[dict], runs: list[dict], speed: float, draw: 
             typical = sorted(passes, key=lambda each: each["tickets_per_s"])[len(passes) // 2]
             if "held" in typical:
                 paths.append(folder / f"held-{row['mode']}-{row['users']}u.svg")
-                charts.draw_held(
+                draw_held(
                     typical["held"],
                     str(paths[-1]),
                     f"INTAKE_MODE={row['mode']}, {row['users']} Locust users for {typical['duration_s']} s, "

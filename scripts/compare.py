@@ -24,9 +24,10 @@ from scripts.toolkit.cli import (
     readable_ms,
     run,
 )
+from scripts.toolkit.held import describe_peaks, draw_held
 from scripts.toolkit.lab import EXIT_CODES, add_modes_argument, parse_loops, run_name, running_lab
 from scripts.toolkit.stalls import measure_stall
-from scripts.toolkit.watcher import describe_peaks, record_tick_s, watched
+from scripts.toolkit.watcher import record_tick_s, watched
 
 FIGURES = ("total_s", "health_answers", "health_median_ms", "health_slowest_ms")
 
@@ -180,7 +181,7 @@ def write_files(folder, rows: list[dict], runs: dict, speed: float, draw: bool) 
             )
             if "held" in typical:
                 written.append(folder / f"held-{name}.svg")
-                charts.draw_held(
+                draw_held(
                     typical["held"],
                     str(written[-1]),
                     f"INTAKE_MODE={typical['mode']}, scripts.stall (8 tickets, 4 at a time), "

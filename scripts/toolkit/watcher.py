@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import httpx
-from prometheus_client.parser import text_string_to_metric_families
+
+from scripts.toolkit.metrics import Metrics, read_metrics
 
 TICK_S = 0.2  # the page's; scripts.compare and scripts.capacity record every RECORD_TICK_S
 RECORD_TICK_S = 0.5  # at the simulator's speed 1; shorter at a faster simulator (record_tick_s), 0.1 s at least
@@ -78,35 +79,16 @@ class Probe:
 
 
 @dataclass
-class Scrape:
-    """One reading of the API's /metrics: every sample by name and labels, when it answered."""
+class Scrape(Metrics):
+    """One reading of the API's /metrics, and when it answered."""
 
     at: float
-    values: dict[tuple[str, tuple], float]
-    info: dict[str, str]
-
-    def get(self, name: str, **labels: str) -> float | None:
-        """One sample's value, or None if the API does not expose it."""
-        return self.values.get((name, tuple(sorted(labels.items()))))
-
-    def by_label(self, name: str, label: str) -> dict[str, float]:
-        """{label value: sample value} of every sample of `name`, such as tickets by outcome."""
-        return {
-            dict(labels)[label]: value
-            for (sample, labels), value in self.values.items()
-            if sample == name and label in dict(labels)
-        }
 
 
 def read_scrape(response: httpx.Response) -> Scrape:
-    """Parse /metrics' Prometheus text."""
-    values, info = {}, {}
-    for family in text_string_to_metric_families(response.text):
-        for sample in family.samples:
-            values[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
-            if sample.name == "ticket_api_info":
-                info = dict(sample.labels)
-    return Scrape(time.monotonic(), values, info)
+    """Parse /metrics' Prometheus text, stamped with the time of its answer."""
+    metrics = read_metrics(response.text)
+    return Scrape(metrics.values, metrics.info, time.monotonic())
 
 
 def read_simulator_stats(response: httpx.Response) -> dict[str, Any]:
@@ -331,22 +313,3 @@ def watching_in_thread(
         loop.call_soon_threadsafe(task.cancel)
         thread.join()
         loop.close()
-
-
-def describe_peaks(peaks: dict[str, Any]) -> str:
-    """A recording's peaks in one progress line."""
-
-    def most(key: str) -> str:
-        value = peaks.get(f"{key}_max")
-        return "-" if value is None else f"{value:g}"
-
-    def seconds(key: str) -> str:
-        value = peaks.get(f"{key}_max")
-        return "-" if value is None else f"{value * 1000:.0f} ms" if value < 1 else f"{value:.1f} s"
-
-    return (
-        f"held: /health up to {seconds('health_s')}, lag up to {seconds('lag_s')}, "
-        f"threads {most('threads_borrowed')} of {most('threads_total')}, "
-        f"DB connections {most('db_in_use')} of {most('db_max')} ({most('db_waiting')} waiting), "
-        f"provider calls in flight {most('api_in_flight')} (simulator: {most('sim_in_flight')})"
-    )

@@ -9,7 +9,7 @@ import time
 import httpx
 import pytest
 
-from scripts.toolkit.charts import draw_held
+from scripts.toolkit.held import draw_held
 from scripts.toolkit.processes import free_port
 from scripts.toolkit.watcher import (
     GAUGES,
