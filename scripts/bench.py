@@ -13,6 +13,7 @@ the course did, unless --loop uvloop.
 """
 
 import argparse
+import asyncio
 import json
 import os
 import platform
@@ -22,7 +23,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -94,44 +95,76 @@ def ticket_requests(host: str, port: int, count: int = 500, seed: int = 7) -> li
     return requests
 
 
-def processes(api_pid: int, simulator_pid: int) -> dict[str, list[psutil.Process]]:
-    """The processes whose CPU time the bench counts, by role."""
+def processes(api_pid: int, simulator_pid: int) -> Callable[[], dict[str, list[psutil.Process]]]:
+    """The processes whose CPU time the bench counts, by role: listed anew at each look.
+
+    Anew, because PostgreSQL starts a backend for each connection the API's pool opens under load,
+    and a list made at start-up would miss them (their CPU went uncounted before).
+    """
     postmaster = psutil.Process(int((PGDATA / "postmaster.pid").read_text().split()[0]))
+    roots = {"api": psutil.Process(api_pid), "simulator": psutil.Process(simulator_pid)}
 
-    def family(pid: int) -> list[psutil.Process]:
-        parent = psutil.Process(pid)
-        return [parent, *parent.children(recursive=True)]
+    def family(parent: psutil.Process) -> list[psutil.Process]:
+        try:
+            return [parent, *parent.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            return []
 
-    return {
-        "api": family(api_pid),
-        "simulator": family(simulator_pid),
-        "postgres": [postmaster, *postmaster.children()],
-        "generator": [psutil.Process(os.getpid())],
-    }
+    def groups() -> dict[str, list[psutil.Process]]:
+        return {
+            **{role: family(root) for role, root in roots.items()},
+            "postgres": family(postmaster),
+            "generator": [psutil.Process(os.getpid())],
+        }
+
+    return groups
 
 
-def cpu_seconds(groups: dict[str, list[psutil.Process]]) -> dict[str, float]:
-    """CPU seconds (user + system) each group has used so far; the API's split into its loop and other threads.
+Snapshot = dict[str, dict[int, float]]  # role (the API's split into loop and threads) -> pid -> CPU seconds
+
+
+def cpu_snapshot(groups: dict[str, list[psutil.Process]]) -> Snapshot:
+    """CPU seconds (user + system) each process of each role has used so far; the API's split into its loop
+    and other threads.
 
     A process's main thread (its thread id is the pid) runs uvicorn's event loop; the others are
     AnyIO's worker threads (the database calls), the watchdog and psycopg's pool.
     """
-    totals = {}
+    snapshot: Snapshot = {"api loop": {}, "api threads": {}, "simulator": {}, "postgres": {}, "generator": {}}
     for role, members in groups.items():
-        total = loop = 0.0
         for process in members:
             try:
                 times = process.cpu_times()
-                total += times.user + times.system
+                total = times.user + times.system
                 if role == "api":
-                    loop += sum(t.user_time + t.system_time for t in process.threads() if t.id == process.pid)
+                    loop = sum(t.user_time + t.system_time for t in process.threads() if t.id == process.pid)
+                    snapshot["api loop"][process.pid], snapshot["api threads"][process.pid] = loop, total - loop
+                else:
+                    snapshot[role][process.pid] = total
             except psutil.NoSuchProcess:
                 pass
-        if role == "api":
-            totals["api loop"], totals["api threads"] = loop, total - loop
-        else:
-            totals[role] = total
-    return totals
+    return snapshot
+
+
+def cpu_between(before: Snapshot, after: Snapshot) -> dict[str, float]:
+    """CPU seconds by role between two snapshots; a process born in between counts whole (it all fell inside)."""
+    return {
+        role: sum(seconds - before[role].get(pid, 0.0) for pid, seconds in pids.items()) for role, pids in after.items()
+    }
+
+
+async def cpu_of_window(
+    groups: Callable[[], dict[str, list[psutil.Process]]], start: float, duration_s: float
+) -> dict[str, float]:
+    """CPU seconds by role from `start` (time.monotonic()) for `duration_s`: the measured window only.
+
+    psutil reads /proc in a thread, so the generator's loop keeps its pace.
+    """
+    await asyncio.sleep(start - time.monotonic())
+    before = await asyncio.to_thread(lambda: cpu_snapshot(groups()))
+    await asyncio.sleep(start + duration_s - time.monotonic())
+    after = await asyncio.to_thread(lambda: cpu_snapshot(groups()))
+    return cpu_between(before, after)
 
 
 def measure(
@@ -148,9 +181,11 @@ def measure(
     """Drive `users` closed-loop users for `duration_s` after a ramp of one ticket time."""
     progress(f"  {mode}, {users} users: {ticket_s:.1f} s ramp + {duration_s:g} s")
     host, port = "127.0.0.1", api.port
-    cpu_before = cpu_seconds(groups)
-    with sampled(api.process.pid, profile_to, ticket_s, duration_s):
-        load = run_on(loop)(
+
+    async def load_and_cpu() -> tuple[dict, dict[str, float]]:
+        # The window starts after the ramp, as run_load's own `measure_from` does (both from now).
+        window_start = time.monotonic() + ticket_s
+        return await asyncio.gather(
             run_load(
                 host,
                 port,
@@ -160,16 +195,18 @@ def measure(
                 ramp_s=ticket_s,
                 requests=ticket_requests(host, port),
                 capture=b"server-timing",
-            )
+            ),
+            cpu_of_window(groups, window_start, duration_s),
         )
-    cpu_after = cpu_seconds(groups)
+
+    with sampled(api.process.pid, profile_to, ticket_s, duration_s):
+        load, cpu = run_on(loop)(load_and_cpu())
     # Tickets that ended inside the measured window, whenever they started: a closed loop's throughput.
     window_end = load["measure_from"] + duration_s
     window = [call for call in load["calls"] if load["measure_from"] <= call[1] <= window_end]
     done = [call for call in window if call[2] == 201]
     latencies = sorted((end - start) * 1000 for start, end, _, _ in done)
     timings = [server_timing(call[3]) for call in done]
-    all_done = [call for call in load["calls"] if call[2] == 201]
     limit = users / ticket_s
     throughput = len(done) / duration_s
     return Level(
@@ -185,9 +222,8 @@ def measure(
         p95_ms=quantile(latencies, 0.95),
         overhead_p50_ms=statistics.median(t["total"] - t["ai"] for t in timings) if timings else float("nan"),
         health_p99_ms=quantile(sorted(load["health_ms"]), 0.99),
-        cpu_ms_per_ticket={
-            role: (cpu_after[role] - cpu_before[role]) * 1000 / max(1, len(all_done)) for role in cpu_after
-        },
+        # The CPU of the measured window over the tickets that ended in it.
+        cpu_ms_per_ticket={role: seconds * 1000 / max(1, len(done)) for role, seconds in cpu.items()},
     )
 
 

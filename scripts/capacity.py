@@ -3,10 +3,12 @@
 It starts the lab as scripts.compare does, runs locustfiles/tickets.py headless against each mode
 (a separate process: Locust's gevent patching stays out of this one), reads Locust's final JSON,
 and sets each result against the Little's-law limit: users ÷ the provider's time per ticket,
-measured on the tickets saved during the same run.
+measured on the tickets saved during the same run. Meanwhile toolkit.watcher records what the
+server held (threads, DB connections, provider calls, the loop's lag), drawn per mode and users.
 """
 
 import argparse
+import contextlib
 import csv
 import json
 import statistics
@@ -25,9 +27,11 @@ from scripts.toolkit.cli import (
     progress,
     run,
 )
+from scripts.toolkit.held import describe_peaks, draw_held
 from scripts.toolkit.lab import EXIT_CODES, add_modes_argument, event_loop, running_lab
 from scripts.toolkit.load import SATURATED_CPU_SHARE
 from scripts.toolkit.locust import run_locust
+from scripts.toolkit.watcher import record_tick_s, recorded_in_thread
 
 
 def cpu_seconds(pid: int) -> float:
@@ -37,9 +41,15 @@ def cpu_seconds(pid: int) -> float:
 
 
 def measure_modes(lab, args: argparse.Namespace, folder, clock: Clock) -> list[dict]:
-    """One Locust run per mode, users level and pass; each with the limit measured in the same run."""
+    """One Locust run per mode, users level and pass; each with the limit measured in the same run.
+
+    With args.held, each run also records what the server held meanwhile (its "held").
+    """
     runs = []
     (folder / "locust").mkdir(exist_ok=True)
+    held = args.held and args.api_workers == 1
+    if args.held and not held:
+        progress("note: no held charts with --api-workers above 1: each API process has its own /metrics")
     for mode in args.modes:
         progress(f"[{clock}] {mode}: starting the simulator and the API ({args.api_workers} process(es))")
         with lab.api(mode, workers=args.api_workers, loop=args.loop) as api:
@@ -49,14 +59,21 @@ def measure_modes(lab, args: argparse.Namespace, folder, clock: Clock) -> list[d
                     progress(f"[{clock}] {label}: {args.duration} s of Locust ...")
                     before_id, api_cpu_before = lab.last_ticket_id(), cpu_seconds(api.process.pid)
                     started = time.monotonic()
-                    figures = run_locust(
-                        api.url,
-                        users,
-                        args.duration,
-                        args.workers,
-                        str(folder / "locust" / f"{mode}-{users}u-{number}"),
-                    )
-                    api_cpu_s = cpu_seconds(api.process.pid) - api_cpu_before
+                    with (
+                        recorded_in_thread(api.url, lab.simulator.url, record_tick_s(args.speed))
+                        if held
+                        else contextlib.nullcontext({})
+                    ) as recording:
+                        figures = run_locust(
+                            api.url,
+                            users,
+                            args.duration,
+                            args.workers,
+                            str(folder / "locust" / f"{mode}-{users}u-{number}"),
+                        )
+                        # before the recording's last ticks: the run's CPU and time are Locust's alone
+                        api_cpu_s = cpu_seconds(api.process.pid) - api_cpu_before
+                        elapsed_s = time.monotonic() - started
                     saved, provider_s = lab.provider_time(before_id)
                     limit = users / provider_s if provider_s else None
                     runs.append(
@@ -65,6 +82,7 @@ def measure_modes(lab, args: argparse.Namespace, folder, clock: Clock) -> list[d
                             "loop": args.loop,
                             "users": users,
                             "pass": number,
+                            "duration_s": args.duration,
                             "api_url": api.url,
                             "simulator_url": lab.simulator.url,
                             **figures,
@@ -73,13 +91,16 @@ def measure_modes(lab, args: argparse.Namespace, folder, clock: Clock) -> list[d
                             "limit_per_s": limit,
                             "of_limit": figures["tickets_per_s"] / limit if limit else None,
                             "api_cpu_ms_per_ticket": api_cpu_s * 1000 / saved if saved else None,
-                            "api_cpu_share": api_cpu_s / (time.monotonic() - started),
+                            "api_cpu_share": api_cpu_s / elapsed_s,
+                            **({"held": recording} if recording else {}),
                         }
                     )
                     progress(
                         f"[{clock}] {label}: {figures['tickets_per_s']:.2f} tickets/s"
                         + (f", limit {limit:.2f} ({runs[-1]['of_limit']:.1%})" if limit else "")
                     )
+                    if recording:
+                        progress(f"[{clock}] {label}: {describe_peaks(recording['peaks'])}")
                     if figures["locust_cpu_share"] >= SATURATED_CPU_SHARE:
                         progress(
                             f"warning: Locust used {figures['locust_cpu_share']:.0%} of a core per process: "
@@ -172,7 +193,10 @@ def render(rows: list[dict], duration_s: int, passes: int) -> str:
 
 
 def write_files(folder, rows: list[dict], runs: list[dict], speed: float, draw: bool) -> list[str]:
-    """capacity.json (every run), capacity.csv (the table) and capacity.svg (the chart)."""
+    """capacity.json (every run), capacity.csv (the table), capacity.svg (the chart) and what each mode held.
+
+    One held chart per mode and users level: of its median pass by tickets per second.
+    """
     paths = [folder / "capacity.json", folder / "capacity.csv"]
     paths[0].write_text(json.dumps({"speed": speed, "rows": rows, "runs": runs}, indent=2))
     columns = [
@@ -196,7 +220,19 @@ def write_files(folder, rows: list[dict], runs: list[dict], speed: float, draw: 
         writer.writerows([row[column] for column in columns] for row in rows)
     if draw:
         paths.append(folder / "capacity.svg")
-        charts.draw_capacity(rows, str(paths[-1]), "" if speed == 1 else f" (speed {speed:g})")
+        note = "" if speed == 1 else f" (speed {speed:g})"
+        charts.draw_capacity(rows, str(paths[-1]), note)
+        for row in rows:
+            passes = [each for each in runs if (each["mode"], each["users"]) == (row["mode"], row["users"])]
+            typical = sorted(passes, key=lambda each: each["tickets_per_s"])[len(passes) // 2]
+            if "held" in typical:
+                paths.append(folder / f"held-{row['mode']}-{row['users']}u.svg")
+                draw_held(
+                    typical["held"],
+                    str(paths[-1]),
+                    f"INTAKE_MODE={row['mode']}, {row['users']} Locust users for {typical['duration_s']} s, "
+                    f"pass {typical['pass']} of {len(passes)}{note}",
+                )
     return [str(path) for path in paths]
 
 
@@ -230,6 +266,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", help="output folder (default .lab/capacity-DATE-TIME)")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON instead of the table")
+    parser.add_argument(
+        "--no-held",
+        dest="held",
+        action="store_false",
+        help="do not record what the server held during each run (nor draw held-MODE-USERSu.svg); "
+        "the recording asks the API 6 small requests a second",
+    )
     args = parser.parse_args(argv)
     if args.workers < 0:
         parser.error("--workers must be 0 or more")

@@ -2,8 +2,9 @@
 
 It starts the database, then a simulator (quota off) and the API for each INTAKE_MODE in turn (on
 asyncio's event loop, or on each loop of --loop), runs scripts.stall against each, prints the table
-beside the course's figures, and writes the figures (JSON, CSV), the chart of /health medians and
-one timeline per mode and loop to an output folder.
+beside the course's figures, and writes the figures (JSON, CSV), the chart of /health medians,
+one timeline per mode and loop and one chart of what the server held meanwhile (threads, DB
+connections, provider calls, the loop's lag: toolkit.watcher's recording) to an output folder.
 """
 
 import argparse
@@ -23,16 +24,28 @@ from scripts.toolkit.cli import (
     readable_ms,
     run,
 )
+from scripts.toolkit.held import describe_peaks, draw_held
 from scripts.toolkit.lab import EXIT_CODES, add_modes_argument, parse_loops, run_name, running_lab
 from scripts.toolkit.stalls import measure_stall
+from scripts.toolkit.watcher import record_tick_s, watched
 
 FIGURES = ("total_s", "health_answers", "health_median_ms", "health_slowest_ms")
 
 
 def measure_modes(
-    lab, modes: list[str], loops: list[str], passes: int, interval_s: float, seed: int | None, clock: Clock
+    lab,
+    modes: list[str],
+    loops: list[str],
+    passes: int,
+    interval_s: float,
+    seed: int | None,
+    clock: Clock,
+    held: bool = True,
 ) -> dict:
-    """Every pass of scripts.stall against the API in each mode, on each loop: {run_name: [result, ...]}."""
+    """Every pass of scripts.stall against the API in each mode, on each loop: {run_name: [result, ...]}.
+
+    With `held`, each pass also records what the server held meanwhile (its result's "held").
+    """
     runs = {}
     for mode in modes:
         for loop in loops:
@@ -42,7 +55,7 @@ def measure_modes(
                 for number in range(1, passes + 1):
                     progress(f"[{clock}] {name}, pass {number}/{passes}: 8 tickets, 4 at a time ...")
                     pass_seed = None if seed is None else seed + number
-                    result = asyncio.run(measure_stall(api.url, interval_s=interval_s, seed=pass_seed))
+                    result = asyncio.run(stall(api.url, lab.simulator.url, interval_s, pass_seed, held, lab.speed))
                     runs[name].append(
                         {"mode": mode, "loop": loop, "pass": number, "simulator_url": lab.simulator.url, **result}
                     )
@@ -51,7 +64,20 @@ def measure_modes(
                         f"/health: {result['health_answers']} answers, median "
                         f"{shown_ms(result['health_median_ms'])}, slowest {shown_ms(result['health_slowest_ms'])}"
                     )
+                    if held:
+                        progress(f"[{clock}] {name}, pass {number}/{passes}: {describe_peaks(result['held']['peaks'])}")
     return runs
+
+
+async def stall(
+    api_url: str, simulator_url: str, interval_s: float, seed: int | None, held: bool, speed: float
+) -> dict:
+    """One pass of scripts.stall; with `held`, what the server held meanwhile, under "held"."""
+    work = measure_stall(api_url, interval_s=interval_s, seed=seed)
+    if not held:
+        return await work
+    result, recording = await watched(work, api_url, simulator_url, record_tick_s(speed))
+    return {**result, "held": recording}
 
 
 def summarize(runs: dict) -> list[dict]:
@@ -122,7 +148,10 @@ def render(rows: list[dict], passes: int, speed: float) -> str:
 
 
 def write_files(folder, rows: list[dict], runs: dict, speed: float, draw: bool) -> list[str]:
-    """compare.json (everything), compare.csv (the table), the chart and one timeline per mode."""
+    """compare.json (everything), compare.csv (the table), the chart, one timeline per mode and what it held.
+
+    The timeline and the held chart draw the same pass: the median one by the tickets' total time.
+    """
     written = [folder / "compare.json", folder / "compare.csv"]
     written[0].write_text(json.dumps({"speed": speed, "rows": rows, "runs": runs}, indent=2))
     with open(written[1], "w", newline="") as file:
@@ -150,6 +179,14 @@ def write_files(folder, rows: list[dict], runs: dict, speed: float, draw: bool) 
                 str(written[-1]),
                 f"INTAKE_MODE={typical['mode']} on {typical['loop']}: 8 tickets, 4 at a time, and GET /health",
             )
+            if "held" in typical:
+                written.append(folder / f"held-{name}.svg")
+                draw_held(
+                    typical["held"],
+                    str(written[-1]),
+                    f"INTAKE_MODE={typical['mode']}, scripts.stall (8 tickets, 4 at a time), "
+                    f"pass {typical['pass']} of {len(results)}{note}",
+                )
     return [str(path) for path in written]
 
 
@@ -183,6 +220,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, help="seed for the tickets' customers and texts (default: random)")
     parser.add_argument("--out", help="output folder (default .lab/compare-DATE-TIME)")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON instead of the table")
+    parser.add_argument(
+        "--no-held",
+        dest="held",
+        action="store_false",
+        help="do not record what the server held during each pass (nor draw held-MODE.svg)",
+    )
     args = parser.parse_args(argv)
 
     draw = charts.can_draw("charts")
@@ -190,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     clock = Clock()
     with running_lab(args.speed, folder / "logs", clock) as lab:
         runs = measure_modes(
-            lab, args.modes, args.loop, args.passes, args.interval or 0.1 * args.speed, args.seed, clock
+            lab, args.modes, args.loop, args.passes, args.interval or 0.1 * args.speed, args.seed, clock, args.held
         )
     rows = summarize(runs)
     written = write_files(folder, rows, runs, args.speed, draw)

@@ -61,6 +61,7 @@ ROOT_ONLY = {
     "tests/README.md",
     "scripts/watch.py",
     "scripts/toolkit/watcher.py",
+    "scripts/toolkit/held.py",
     "scripts/toolkit/watch_page.html",
 }
 OWN_README = "README.md"  # each snapshot has its own, written for the student's project at that point

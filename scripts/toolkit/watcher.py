@@ -5,7 +5,8 @@ Three probes run side by side, each with at most one request in flight: GET /hea
 the API's GET /metrics; the simulator's GET /admin/stats. A probe still waiting is a probe without
 an answer: its series get no value meanwhile, and /health's shows how long it has been waiting.
 Every tick (0.2 s), one row takes the latest value of every series; the last WINDOW_S seconds are kept.
-/health is asked twice a tick, the others once: 15 small requests a second to the API at 0.2 s.
+/health is asked twice a tick, the others once: 15 small requests a second to the API at the page's
+0.2 s, 6 at a recording's 0.5 s (`watched`, `recorded_in_thread`: scripts.compare and scripts.capacity).
 """
 
 import asyncio
@@ -18,10 +19,14 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import httpx
-from prometheus_client.parser import text_string_to_metric_families
+
+from scripts.toolkit.metrics import Metrics, read_metrics
 
 TICK_S = 0.2  # the page's; scripts.compare and scripts.capacity record every RECORD_TICK_S
-RECORD_TICK_S = 0.5
+RECORD_TICK_S = 0.5  # at the simulator's speed 1; shorter at a faster simulator (record_tick_s), 0.1 s at least
+# A recording goes on a few ticks after its work: a stalled API's last lag and tickets/s come with
+# the first /metrics answer after the stall, a moment after the work's own last answer.
+LINGER_TICKS = 2
 WINDOW_S = 60.0
 NO_ANSWER_S = 0.5  # a probe waiting longer than this counts as "no answer"
 TIMEOUT_S = 30.0  # a probe given up after this; the next one starts at once
@@ -74,35 +79,16 @@ class Probe:
 
 
 @dataclass
-class Scrape:
-    """One reading of the API's /metrics: every sample by name and labels, when it answered."""
+class Scrape(Metrics):
+    """One reading of the API's /metrics, and when it answered."""
 
     at: float
-    values: dict[tuple[str, tuple], float]
-    info: dict[str, str]
-
-    def get(self, name: str, **labels: str) -> float | None:
-        """One sample's value, or None if the API does not expose it."""
-        return self.values.get((name, tuple(sorted(labels.items()))))
-
-    def by_label(self, name: str, label: str) -> dict[str, float]:
-        """{label value: sample value} of every sample of `name`, such as tickets by outcome."""
-        return {
-            dict(labels)[label]: value
-            for (sample, labels), value in self.values.items()
-            if sample == name and label in dict(labels)
-        }
 
 
 def read_scrape(response: httpx.Response) -> Scrape:
-    """Parse /metrics' Prometheus text."""
-    values, info = {}, {}
-    for family in text_string_to_metric_families(response.text):
-        for sample in family.samples:
-            values[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
-            if sample.name == "ticket_api_info":
-                info = dict(sample.labels)
-    return Scrape(time.monotonic(), values, info)
+    """Parse /metrics' Prometheus text, stamped with the time of its answer."""
+    metrics = read_metrics(response.text)
+    return Scrape(metrics.values, metrics.info, time.monotonic())
 
 
 def read_simulator_stats(response: httpx.Response) -> dict[str, Any]:
@@ -256,11 +242,51 @@ async def watching(
             await task
 
 
-async def watched(work: Awaitable[T], api_url: str, simulator_url: str) -> tuple[T, list[Row]]:
-    """Await `work` while a Watcher records what the server holds (every RECORD_TICK_S); its result and the rows."""
-    async with watching(api_url, simulator_url, window_s=float("inf"), tick_s=RECORD_TICK_S) as watcher:
+def record_tick_s(speed: float) -> float:
+    """A recording's tick for the simulator's `speed` (0.05: twenty times faster): shorter with it, 0.1 s at least."""
+    return max(0.1, RECORD_TICK_S * min(speed, 1.0))
+
+
+def peaks(rows: list[Row], tick_s: float) -> dict[str, float | None]:
+    """The largest value of each series of rows made every `tick_s` (None where it has none); seconds without answer."""
+
+    def largest(key: str) -> float | None:
+        values = [row[key] for row in rows if row.get(key) is not None]
+        return max(values) if values else None
+
+    created = [row["tickets_per_s"].get("created", 0.0) for row in rows if row.get("tickets_per_s")]
+    silent = sum(1 for row in rows if row["health_s"] is not None and not row["api_answers"])
+    return {
+        **{f"{key}_max": largest(key) for key in ("health_s", "lag_s", *GAUGES, "sim_in_flight")},
+        "created_per_s_max": max(created) if created else None,
+        "no_answer_s": round(silent * tick_s, 1),
+    }
+
+
+def recording(watcher: Watcher) -> dict[str, Any]:
+    """What a recorded run keeps: the tick, the API's header (INTAKE_MODE, ...), the peaks and the rows."""
+    rows = watcher.rows()
+    return {"tick_s": watcher.tick_s, "header": watcher.header, "peaks": peaks(rows, watcher.tick_s), "rows": rows}
+
+
+async def watched(
+    work: Awaitable[T], api_url: str, simulator_url: str, tick_s: float = RECORD_TICK_S
+) -> tuple[T, dict[str, Any]]:
+    """Await `work` while a Watcher records what the server holds (a row every `tick_s`); its result and recording()."""
+    async with watching(api_url, simulator_url, window_s=float("inf"), tick_s=tick_s) as watcher:
         result = await work
-    return result, watcher.rows()
+        await asyncio.sleep(LINGER_TICKS * tick_s)
+    return result, recording(watcher)
+
+
+@contextlib.contextmanager
+def recorded_in_thread(api_url: str, simulator_url: str, tick_s: float = RECORD_TICK_S) -> Iterator[dict[str, Any]]:
+    """Record what the server holds during a block that blocks (a Locust run): the dict gets recording() at its end."""
+    held: dict[str, Any] = {}
+    with watching_in_thread(api_url, simulator_url, window_s=float("inf"), tick_s=tick_s) as watcher:
+        yield held
+        time.sleep(LINGER_TICKS * tick_s)
+    held.update(recording(watcher))
 
 
 @contextlib.contextmanager

@@ -8,6 +8,22 @@ from urllib.parse import urlsplit
 
 from scripts.toolkit.cli import PROJECT_ROOT
 
+# What every recorded row holds (scripts/toolkit/watcher.py), as compare.json and capacity.json keep it.
+HELD_FIELDS = (
+    "t",
+    "health_s",
+    "api_answers",
+    "lag_s",
+    "threads_borrowed",
+    "threads_total",
+    "db_in_use",
+    "db_max",
+    "db_waiting",
+    "api_in_flight",
+    "sim_in_flight",
+    "tickets_per_s",
+)
+
 
 def run_module(
     module: str, *args: str, env: dict[str, str] | None = None, timeout_s: float = 180

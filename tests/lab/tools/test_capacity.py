@@ -12,7 +12,7 @@ from scripts.capacity import render, summarize
 from scripts.toolkit.charts import draw_capacity
 from scripts.toolkit.locust import locust_percentile, read_locust_figures, run_locust
 from tests.fakes import FakeProvider
-from tests.lab.tools.commands import listening, run_module
+from tests.lab.tools.commands import HELD_FIELDS, listening, run_module
 from ticket_api.errors import ProviderBusy
 
 
@@ -144,3 +144,23 @@ def test_a_short_run_finds_async_near_its_limit_and_blocking_far_below(lab_datab
     assert all(run["tickets_saved"] == run["requests"] for run in figures["runs"])
     assert (tmp_path / "capacity.svg").exists() and (tmp_path / "capacity.csv").read_text().startswith("mode,users")
     assert not any(listening(run["simulator_url"]) or listening(run["api_url"]) for run in figures["runs"])
+    assert sorted(path.name for path in tmp_path.glob("held-*")) == ["held-async-4u.svg", "held-blocking-4u.svg"]
+    held = {run["mode"]: run["held"] for run in figures["runs"]}
+    assert all(
+        len(recording["rows"]) >= 10 and set(HELD_FIELDS) <= set(recording["rows"][0]) for recording in held.values()
+    )
+    assert held["async"]["peaks"]["sim_in_flight_max"] >= 2  # 4 users' calls, at once, most of the time
+    assert held["blocking"]["peaks"]["lag_s_max"] > 3 * held["async"]["peaks"]["lag_s_max"]
+
+
+def test_without_held_nothing_is_recorded_or_drawn(lab_database_url, tmp_path):
+    result = run_module(
+        "scripts.capacity",
+        *("--modes", "async", "--users", "2", "--duration", "2", "--speed", "0.05", "--no-held", "--json"),
+        *("--out", str(tmp_path)),
+        env={"DATABASE_URL": lab_database_url},
+    )
+    assert result.returncode == 0, result.stderr
+    figures = json.loads(result.stdout)
+    assert "held" not in figures["runs"][0] and not list(tmp_path.glob("held-*"))
+    assert "held:" not in result.stderr

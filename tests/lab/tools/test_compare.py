@@ -12,7 +12,7 @@ from scripts.compare import render, summarize
 from scripts.toolkit import course
 from scripts.toolkit.charts import draw_health_medians
 from scripts.toolkit.cli import PROJECT_ROOT
-from tests.lab.tools.commands import listening, run_module
+from tests.lab.tools.commands import HELD_FIELDS, listening, run_module
 
 
 def a_pass(mode: str, total_s: float, answers: int, median_ms: float | None, slowest_ms: float | None) -> dict:
@@ -98,6 +98,9 @@ def test_a_quick_comparison_shows_the_stall_writes_its_files_and_stops_everythin
         "compare.csv",
         "compare.json",
         "health-medians.svg",
+        "held-async.svg",
+        "held-blocking.svg",
+        "held-thread.svg",
         "timeline-async.svg",
         "timeline-blocking.svg",
         "timeline-thread.svg",
@@ -106,8 +109,28 @@ def test_a_quick_comparison_shows_the_stall_writes_its_files_and_stops_everythin
     runs = json.loads((tmp_path / "compare.json").read_text())["runs"]
     assert all(len(ticket["provider_calls"]) == 3 for passes in runs.values() for ticket in passes[0]["ticket_runs"])
     assert 'id="ticket-8-call-3"' in (tmp_path / "timeline-thread.svg").read_text()
+    held = {mode: passes[0]["held"] for mode, passes in runs.items()}
+    assert all(recording["header"]["intake_mode"] == mode for mode, recording in held.items())
+    assert all(
+        len(recording["rows"]) >= 3 and set(HELD_FIELDS) <= set(recording["rows"][0]) for recording in held.values()
+    )
+    # the blocked loop's lag is read from the API's histogram, not sampled: seconds against milliseconds
+    assert held["blocking"]["peaks"]["lag_s_max"] > 5 * held["async"]["peaks"]["lag_s_max"]
+    assert "INTAKE_MODE=blocking" in (tmp_path / "held-blocking.svg").read_text()
+    assert "held: /health up to" in result.stderr
     assert not any(listening(row["api_url"]) or listening(row["simulator_url"]) for row in rows.values())
     assert "blocking, pass 1/1" in result.stderr
+
+
+def test_without_held_nothing_is_recorded_or_drawn(lab_database_url, tmp_path):
+    result = run_module(
+        "scripts.compare",
+        *("--modes", "async", "--speed", "0.05", "--no-held", "--json", "--out", str(tmp_path)),
+        env={"DATABASE_URL": lab_database_url},
+    )
+    assert result.returncode == 0, result.stderr
+    assert not list(tmp_path.glob("held-*")) and "timeline-async.svg" in result.stdout
+    assert "held" not in json.loads((tmp_path / "compare.json").read_text())["runs"]["async"][0]
 
 
 def test_sigterm_stops_the_comparison_and_everything_it_started(lab_database_url, tmp_path):

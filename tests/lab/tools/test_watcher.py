@@ -1,4 +1,5 @@
-"""The watcher's sampler: the largest lag read from the histogram, and rows marked "no answer" while the API hangs."""
+"""The watcher's sampler: the largest lag read from the histogram, rows marked "no answer" while the API hangs,
+and a recording's peaks and chart (what scripts.compare and scripts.capacity draw)."""
 
 import asyncio
 import socket
@@ -8,8 +9,18 @@ import time
 import httpx
 import pytest
 
+from scripts.toolkit.held import draw_held
 from scripts.toolkit.processes import free_port
-from scripts.toolkit.watcher import NO_ANSWER_S, largest_lag_s, read_scrape, watching, watching_in_thread
+from scripts.toolkit.watcher import (
+    GAUGES,
+    NO_ANSWER_S,
+    largest_lag_s,
+    peaks,
+    read_scrape,
+    record_tick_s,
+    watching,
+    watching_in_thread,
+)
 
 LAG = "ticket_api_event_loop_lag_seconds"
 BOUNDS = ("0.001", "0.005", "0.01", "1.0", "2.5", "+Inf")
@@ -60,3 +71,33 @@ def test_a_watcher_in_a_thread_stops_with_its_block():
     time.sleep(0.3)
     assert watcher.rows() == rows  # stopped
     assert not [thread for thread in threading.enumerate() if thread.name == "watcher"]
+
+
+def a_row(t: float, answers: bool = True, **values) -> dict:
+    """One row as the watcher makes it: an idle API unless `values` say otherwise."""
+    row = {"t": t, "health_s": 0.002, "api_answers": True, "lag_s": 0.003, "tickets_per_s": {"created": 0.0}}
+    row |= dict.fromkeys(GAUGES, 0.0) | {"threads_total": 40.0, "db_max": 10.0}
+    row |= {"sim_in_flight": 0, "quota_limit": 0, "quota_remaining": None}
+    if not answers:  # the API's own gauges cannot be read while it does not answer
+        row |= dict.fromkeys(GAUGES) | {"api_answers": False, "health_s": t - 0.5, "lag_s": 2.2}
+    return row | values
+
+
+def test_a_recording_keeps_its_peaks_and_draws_them_with_the_silence_shaded(tmp_path):
+    rows = [a_row(0.5), a_row(1.0, threads_borrowed=4.0, db_in_use=4.0, api_in_flight=4.0, sim_in_flight=4)]
+    rows += [a_row(t, answers=False, sim_in_flight=1) for t in (1.5, 2.0, 2.5)]
+    rows += [a_row(3.0, tickets_per_s={"created": 1.5, "db_busy": 0.5})]
+    held = {"tick_s": 0.5, "header": {"event_loop": "asyncio", "thread_limit": "40"}, "rows": rows}
+    held["peaks"] = peaks(rows, 0.5)
+    assert held["peaks"]["threads_borrowed_max"] == 4.0 and held["peaks"]["sim_in_flight_max"] == 4
+    assert held["peaks"]["lag_s_max"] == 2.2 and held["peaks"]["no_answer_s"] == 1.5
+    assert held["peaks"]["created_per_s_max"] == 1.5 and held["peaks"]["health_s_max"] == 2.0
+    draw_held(held, str(tmp_path / "held.svg"), "INTAKE_MODE=thread, a test")
+    svg = (tmp_path / "held.svg").read_text()
+    assert "What the server held: INTAKE_MODE=thread" in svg and "THREAD_LIMIT 40" in svg
+    assert "no answer for 1.5 s" in svg and "at most 4 of 40" in svg and "db_busy" in svg
+    assert "simulator quota" not in svg  # the quota's panel only when the quota is on
+
+
+def test_a_faster_simulator_is_recorded_more_often_down_to_a_tenth_of_a_second():
+    assert (record_tick_s(1), record_tick_s(0.5), record_tick_s(0.05), record_tick_s(3)) == (0.5, 0.25, 0.1, 0.5)

@@ -1,12 +1,48 @@
 """Reading the API's GET /metrics (Prometheus text), with prometheus-client's own parser."""
 
+from dataclasses import dataclass
+
 from prometheus_client.parser import text_string_to_metric_families
+
+
+@dataclass
+class Metrics:
+    """One reading of /metrics: every sample by name and labels, and the labels of `ticket_api_info`."""
+
+    values: dict[tuple[str, tuple], float]
+    info: dict[str, str]
+
+    def get(self, name: str, **labels: str) -> float | None:
+        """One sample's value, or None if the API does not expose it."""
+        return self.values.get((name, tuple(sorted(labels.items()))))
+
+    def by_label(self, name: str, label: str) -> dict[str, float]:
+        """{label value: sample value} of every sample of `name`, such as tickets by outcome."""
+        return {
+            dict(labels)[label]: value
+            for (sample, labels), value in self.values.items()
+            if sample == name and label in dict(labels)
+        }
+
+    def totals(self) -> dict[str, float]:
+        """Every sample as {name: value}; the series of one name (its labels) are added up."""
+        totals: dict[str, float] = {}
+        for (name, _), value in self.values.items():
+            totals[name] = totals.get(name, 0.0) + value
+        return totals
+
+
+def read_metrics(text: str) -> Metrics:
+    """Parse /metrics' Prometheus text."""
+    values, info = {}, {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            values[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+            if sample.name == "ticket_api_info":
+                info = dict(sample.labels)
+    return Metrics(values, info)
 
 
 def metric_totals(text: str) -> dict[str, float]:
     """Every sample of Prometheus text as {name: value}; the series of one name (its labels) are added up."""
-    totals: dict[str, float] = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            totals[sample.name] = totals.get(sample.name, 0.0) + sample.value
-    return totals
+    return read_metrics(text).totals()

@@ -12,11 +12,13 @@ One home per idea, each module named after its noun:
 - quantiles: the one quantile function (0 to 1) and `summarize`
 - answers: the API's error codes, Server-Timing and X-Provider-Calls, `describe_failure`
 - stalls: tickets sent in groups while /health is probed (scripts.stall, scripts.compare)
-- metrics: GET /metrics read with prometheus-client's parser
-- charts: all drawing (stall's timeline, compare's and capacity's charts), `load_pyplot`
+- metrics: the one reader of GET /metrics (prometheus-client's parser): `read_metrics`, `metric_totals`
+- charts: the drawing of stall's timeline and of compare's and capacity's figures, `load_pyplot`
 - dataset: the seeded data sets and random tickets
 - databases: schema and data set loading, status, throwaway databases
 - settings_table: the READMEs' settings table, written from `Settings` (and read by tests/test_config.py)
 - locust, course (+ course.toml), lessons: the maintainers' own (Locust runs, the course's published
   figures, snapshots/README.md); not given to students
+- watcher (+ watch_page.html), held: what the server holds, sampled several times a second for
+  scripts.watch's page and recorded by compare and capacity; a recording's peaks and chart. Not given to students
 """
