@@ -1,9 +1,11 @@
 """provider.acall through each real async client (PROVIDER_ASYNC_CLIENT), against real servers."""
 
 import asyncio
+import contextlib
 import socket
 import threading
 import time
+from collections.abc import Callable, Iterator
 
 import pytest
 from fastapi import FastAPI
@@ -37,29 +39,38 @@ def simulator():
         yield service
 
 
-@pytest.fixture
-def closing_server():
-    """A TCP server on 127.0.0.1 that accepts each connection and closes it at once."""
+@contextlib.contextmanager
+def raw_server(handle: Callable[[socket.socket], None]) -> Iterator[str]:
+    """A TCP server on 127.0.0.1 that passes each connection it accepts to `handle`, in a thread; its /v1 URL."""
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen()
+    server.settimeout(0.1)
     stop = threading.Event()
 
     def serve() -> None:
-        server.settimeout(0.1)
         while not stop.is_set():
             try:
                 connection, _ = server.accept()
-                connection.close()
             except OSError:
-                pass
+                continue
+            handle(connection)
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{server.getsockname()[1]}/v1"
-    stop.set()
-    thread.join()
-    server.close()
+    try:
+        yield f"http://127.0.0.1:{server.getsockname()[1]}/v1"
+    finally:
+        stop.set()
+        thread.join()
+        server.close()
+
+
+@pytest.fixture
+def closing_server():
+    """A TCP server on 127.0.0.1 that accepts each connection and closes it at once."""
+    with raw_server(lambda connection: connection.close()) as url:
+        yield url
 
 
 @pytest.mark.parametrize("client", CLIENTS)
@@ -143,43 +154,29 @@ def test_waiting_too_long_for_a_pooled_connection_is_an_error_not_a_hang(client,
 @pytest.fixture
 def answer_once_then_close():
     """A provider on a raw socket that answers one call per connection, keep-alive, then closes it after 0.1 s."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen()
-    server.settimeout(0.1)
     body = b'{"object": "chat.completion", "choices": []}'
     answer = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
-    stop = threading.Event()
 
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                connection, _ = server.accept()
-            except OSError:
-                continue
-            with connection:
-                request = b""
-                while b"\r\n\r\n" not in request:
-                    request += connection.recv(65536)
-                head, _, rest = request.partition(b"\r\n\r\n")
-                length = int(
-                    next(
-                        v
-                        for k, v in (line.split(b": ", 1) for line in head.split(b"\r\n")[1:])
-                        if k.lower() == b"content-length"
-                    )
+    def answer_once(connection: socket.socket) -> None:
+        with connection:
+            request = b""
+            while b"\r\n\r\n" not in request:
+                request += connection.recv(65536)
+            head, _, rest = request.partition(b"\r\n\r\n")
+            length = int(
+                next(
+                    v
+                    for k, v in (line.split(b": ", 1) for line in head.split(b"\r\n")[1:])
+                    if k.lower() == b"content-length"
                 )
-                while len(rest) < length:
-                    rest += connection.recv(65536)
-                connection.sendall(answer)
-                time.sleep(0.1)
+            )
+            while len(rest) < length:
+                rest += connection.recv(65536)
+            connection.sendall(answer)
+            time.sleep(0.1)
 
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.getsockname()[1]}/v1"
-    stop.set()
-    thread.join()
-    server.close()
+    with raw_server(answer_once) as url:
+        yield url
 
 
 @pytest.mark.parametrize("idle_s", [0.3, 1.2])
