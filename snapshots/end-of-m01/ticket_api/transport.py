@@ -130,7 +130,9 @@ class Http1Transport(httpx.AsyncBaseTransport):
         loop = asyncio.get_running_loop()
         secure = url.scheme == "https"
         port = url.port or (443 if secure else 80)
-        context = (self._ssl_context or ssl.create_default_context()) if secure else None
+        if secure and self._ssl_context is None:
+            self._ssl_context = ssl.create_default_context()  # once: it loads the system's certificates
+        context = self._ssl_context if secure else None
         try:
             async with asyncio.timeout(connect_timeout):
                 _, connection = await loop.create_connection(_Connection, url.host, port, ssl=context)
