@@ -33,8 +33,7 @@ def draw_held(held: dict, path: str, title: str) -> None:
         return [float("nan") if row.get(key) is None else row[key] for row in rows]
 
     def most(key: str) -> str:
-        value = peaks.get(f"{key}_max")
-        return "-" if value is None else f"{value:g}"
+        return _most(peaks, key)
 
     def seconds(value: float | None) -> str:
         return "-" if value is None else readable_ms(value * 1000)
@@ -149,12 +148,17 @@ def draw_held(held: dict, path: str, title: str) -> None:
     plt.close(figure)
 
 
+def _most(peaks: dict[str, Any], key: str) -> str:
+    """A series' largest value as read ("-" if it has none)."""
+    value = peaks.get(f"{key}_max")
+    return "-" if value is None else f"{value:g}"
+
+
 def describe_peaks(peaks: dict[str, Any]) -> str:
     """A recording's peaks in one progress line."""
 
     def most(key: str) -> str:
-        value = peaks.get(f"{key}_max")
-        return "-" if value is None else f"{value:g}"
+        return _most(peaks, key)
 
     def seconds(key: str) -> str:
         value = peaks.get(f"{key}_max")
