@@ -61,9 +61,11 @@ def draw_held(held: dict, path: str, title: str) -> None:
             "count",
         ),
         (
-            f"DB connections in use: at most {most('db_in_use')} of {most('db_max')}, {most('db_waiting')} waiting",
+            f"DB connections in use: at most {most('db_in_use')} of {most('db_max')}, {most('db_waiting')} waiting; "
+            f"lent at up to {most('db_lent_per_s')} a second",
             [
                 ("db_in_use", "in use", "#2a9d3a", "-"),
+                ("db_lent_per_s", "lent per second", "#2a9d3a", ":"),
                 ("db_waiting", "requests waiting", "#c0392b", "-"),
                 ("db_max", "pool size", "0.6", "--"),
             ],
@@ -127,7 +129,8 @@ def draw_held(held: dict, path: str, title: str) -> None:
         if len(lines) > 1 or unit == "rate":
             axes.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=9, frameon=False)
     axes_list[-1].set_xlabel(
-        f"seconds since the recording started (a sample every {tick:g} s: a hold of a few milliseconds seldom shows)",
+        f"seconds since the recording started (a sample every {tick:g} s: a hold of a few milliseconds seldom shows"
+        ' as "in use"; "lent per second" counts it)',
         fontsize=11,
     )
     axes_list[0].legend(
@@ -167,6 +170,7 @@ def describe_peaks(peaks: dict[str, Any]) -> str:
     return (
         f"held: /health up to {seconds('health_s')}, lag up to {seconds('lag_s')}, "
         f"threads {most('threads_borrowed')} of {most('threads_total')}, "
-        f"DB connections {most('db_in_use')} of {most('db_max')} ({most('db_waiting')} waiting), "
+        f"DB connections {most('db_in_use')} of {most('db_max')} ({most('db_waiting')} waiting, "
+        f"lent at up to {most('db_lent_per_s')}/s), "
         f"provider calls in flight {most('api_in_flight')} (simulator: {most('sim_in_flight')})"
     )

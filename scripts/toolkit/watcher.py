@@ -123,6 +123,25 @@ def largest_lag_s(before: Scrape, after: Scrape) -> float | None:
     return None
 
 
+def interval_figures(before: Scrape, oldest: Scrape, scrape: Scrape) -> Row:
+    """The figures of the time between answers of /metrics: the largest lag and the DB connections lent per
+    second since `before`, tickets/s by outcome since `oldest` (RATE_OVER_S ago)."""
+    created = scrape.by_label("ticket_api_tickets_total", "outcome")
+    earlier = oldest.by_label("ticket_api_tickets_total", "outcome")
+    lent, lent_before = scrape.get("ticket_api_db_pool_lent_total"), before.get("ticket_api_db_pool_lent_total")
+    return {
+        "lag_s": largest_lag_s(before, scrape),
+        "tickets_per_s": {
+            outcome: round(max(0.0, count - earlier.get(outcome, 0.0)) / (scrape.at - oldest.at), 2)
+            for outcome, count in created.items()
+        },
+        # a save holds its connection for milliseconds, between two looks at "in use": this rate sees it
+        "db_lent_per_s": None
+        if lent is None or lent_before is None or scrape.at <= before.at
+        else round(max(0.0, lent - lent_before) / (scrape.at - before.at), 2),
+    }
+
+
 @dataclass
 class Watcher:
     """The three probes and the rows they make; `rows()` is the last WINDOW_S seconds."""
@@ -135,7 +154,7 @@ class Watcher:
     header: dict[str, str] = field(default_factory=dict)
     _rows: deque[Row] = field(default_factory=deque)
     _scrapes: deque[Scrape] = field(default_factory=deque)  # the last RATE_OVER_S seconds' answers of /metrics
-    _interval: Row = field(default_factory=lambda: {"lag_s": None, "tickets_per_s": None})
+    _interval: Row = field(default_factory=lambda: dict.fromkeys(INTERVAL_KEYS))
 
     def rows(self) -> list[Row]:
         """The rows of the window, oldest first; each has `t`, seconds since the watcher started."""
@@ -176,12 +195,12 @@ class Watcher:
         if scrape is not None and (not self._scrapes or scrape is not self._scrapes[-1]):
             self._add_scrape(scrape)
         if scrape is None:
-            return dict.fromkeys(GAUGES, None) | {"lag_s": None, "tickets_per_s": None}
+            return dict.fromkeys([*GAUGES, *INTERVAL_KEYS])
         figures = {key: scrape.get(name) for key, name in GAUGES.items()}
         return figures | self._interval
 
     def _add_scrape(self, scrape: Scrape) -> None:
-        """Lag and tickets/s are figures of the time between answers: the rows of that time get them too."""
+        """Lag, tickets/s and connections lent/s are figures of the time between answers: its rows get them too."""
         self.header = scrape.info
         self._scrapes.append(scrape)
         while len(self._scrapes) > 2 and self._scrapes[1].at <= scrape.at - RATE_OVER_S:
@@ -189,15 +208,7 @@ class Watcher:
         if len(self._scrapes) < 2:
             return
         before, oldest = self._scrapes[-2], self._scrapes[0]
-        created = scrape.by_label("ticket_api_tickets_total", "outcome")
-        earlier = oldest.by_label("ticket_api_tickets_total", "outcome")
-        self._interval = {
-            "lag_s": largest_lag_s(before, scrape),
-            "tickets_per_s": {
-                outcome: round(max(0.0, count - earlier.get(outcome, 0.0)) / (scrape.at - oldest.at), 2)
-                for outcome, count in created.items()
-            },
-        }
+        self._interval = interval_figures(before, oldest, scrape)
         since = before.at - self.started
         for row in reversed(self._rows):  # the rows of a stall, made while /metrics could not answer
             if row["t"] <= since:
@@ -215,6 +226,8 @@ class Watcher:
         }
 
 
+# The figures of the time between two answers of /metrics (see _add_scrape).
+INTERVAL_KEYS = ("lag_s", "tickets_per_s", "db_lent_per_s")
 # The API's gauges in a row: row key -> metric name.
 GAUGES = {
     "threads_borrowed": "ticket_api_threads_borrowed",
@@ -257,7 +270,7 @@ def peaks(rows: list[Row], tick_s: float) -> dict[str, float | None]:
     created = [row["tickets_per_s"].get("created", 0.0) for row in rows if row.get("tickets_per_s")]
     silent = sum(1 for row in rows if row["health_s"] is not None and not row["api_answers"])
     return {
-        **{f"{key}_max": largest(key) for key in ("health_s", "lag_s", *GAUGES, "sim_in_flight")},
+        **{f"{key}_max": largest(key) for key in ("health_s", "lag_s", *GAUGES, "db_lent_per_s", "sim_in_flight")},
         "created_per_s_max": max(created) if created else None,
         "no_answer_s": round(silent * tick_s, 1),
     }

@@ -16,7 +16,7 @@ class Metrics:
         self.registry = CollectorRegistry(auto_describe=True)
         self.loop_lag = Histogram(
             "ticket_api_event_loop_lag_seconds",
-            "How late the event loop ran a 20 ms heartbeat (blocked loop = large lag).",
+            "How late the event loop ran a 50 ms heartbeat (blocked loop = large lag).",
             buckets=LAG_BUCKETS,
             registry=self.registry,
         )
@@ -63,6 +63,9 @@ class _LiveFigures:
         yield _gauge("ticket_api_db_pool_max", "DB_POOL_MAX_SIZE.", db["max"])
         yield _gauge("ticket_api_db_pool_in_use", "DB connections borrowed right now.", db["in_use"])
         yield _gauge("ticket_api_db_pool_waiting", "Requests waiting for a DB connection.", db["waiting"])
+        yield CounterMetricFamily(
+            "ticket_api_db_pool_lent", "DB connections lent by the pool so far.", value=db["lent"]
+        )
         yield CounterMetricFamily(
             "ticket_api_db_pool_wait_seconds", "Time requests waited for a DB connection.", value=db["wait_ms"] / 1000
         )

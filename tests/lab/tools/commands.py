@@ -19,6 +19,7 @@ HELD_FIELDS = (
     "db_in_use",
     "db_max",
     "db_waiting",
+    "db_lent_per_s",
     "api_in_flight",
     "sim_in_flight",
     "tickets_per_s",

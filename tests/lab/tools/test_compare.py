@@ -89,8 +89,9 @@ def test_a_quick_comparison_shows_the_stall_writes_its_files_and_stops_everythin
     rows = {row["mode"]: row for row in figures["rows"]}
     assert list(rows) == ["blocking", "async", "thread"]
     assert all(row["statuses"] == [201] for row in rows.values())
-    assert rows["blocking"]["health_median_ms"] > 10 * max(
-        rows["async"]["health_median_ms"], rows["thread"]["health_median_ms"]
+    # the slowest answer, not the median: at speed 0.1 blocking gets 3 to 5 answers and a quick one can be the median
+    assert rows["blocking"]["health_slowest_ms"] > 10 * max(
+        rows["async"]["health_slowest_ms"], rows["thread"]["health_slowest_ms"]
     )
     assert rows["blocking"]["total_s"] > 2 * max(rows["async"]["total_s"], rows["thread"]["total_s"])
     names = sorted(os.path.basename(path) for path in figures["files"])
@@ -116,6 +117,8 @@ def test_a_quick_comparison_shows_the_stall_writes_its_files_and_stops_everythin
     )
     # the blocked loop's lag is read from the API's histogram, not sampled: seconds against milliseconds
     assert held["blocking"]["peaks"]["lag_s_max"] > 5 * held["async"]["peaks"]["lag_s_max"]
+    # a save holds its connection for milliseconds: "in use" rarely sees it, the count of connections lent does
+    assert held["async"]["peaks"]["db_lent_per_s_max"] >= 1
     assert "INTAKE_MODE=blocking" in (tmp_path / "held-blocking.svg").read_text()
     assert "held: /health up to" in result.stderr
     assert not any(listening(row["api_url"]) or listening(row["simulator_url"]) for row in rows.values())

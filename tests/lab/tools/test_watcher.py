@@ -2,6 +2,7 @@
 and a recording's peaks and chart (what scripts.compare and scripts.capacity draw)."""
 
 import asyncio
+import dataclasses
 import socket
 import threading
 import time
@@ -14,6 +15,7 @@ from scripts.toolkit.processes import free_port
 from scripts.toolkit.watcher import (
     GAUGES,
     NO_ANSWER_S,
+    interval_figures,
     largest_lag_s,
     peaks,
     read_scrape,
@@ -43,6 +45,28 @@ def test_the_largest_lag_is_read_from_the_highest_bucket_that_grew():
     assert largest_lag_s(before, scrape(quiet + [2.2, 2.3])) == pytest.approx(2.25)  # two: their mean, in the bucket
     assert largest_lag_s(before, scrape(quiet + [9.5])) == pytest.approx(9.5)  # above the last bound: the mean
     assert largest_lag_s(before, before) == 0.0  # no heartbeat in between
+
+
+def a_reading(at: float, lent: float, created: float):
+    """A /metrics reading, answered at `at`, of the pool's connections lent and the tickets created so far."""
+    text = (
+        "# TYPE ticket_api_db_pool_lent counter\n"
+        f"ticket_api_db_pool_lent_total {lent}\n"
+        "# TYPE ticket_api_tickets counter\n"
+        f'ticket_api_tickets_total{{outcome="created"}} {created}\n'
+    )
+    return dataclasses.replace(read_scrape(httpx.Response(200, text=text)), at=at)
+
+
+def test_connections_lent_between_two_looks_are_seen_though_none_was_in_use_at_either():
+    oldest, before, after = a_reading(10.0, 20, 4), a_reading(11.5, 24, 4), a_reading(12.0, 32, 8)
+    figures = interval_figures(before, oldest, after)
+    assert figures["db_lent_per_s"] == 16  # four checks and four saves in the half second since the previous look
+    assert figures["tickets_per_s"] == {"created": 2.0}  # 4 tickets over the 2 s since the oldest reading
+    assert (
+        interval_figures(before, oldest, a_reading(12.0, 3, 8))["db_lent_per_s"] == 0
+    )  # the API restarted: not negative
+    assert interval_figures(scrape([]), scrape([]), scrape([]))["db_lent_per_s"] is None  # an API without the counter
 
 
 def test_rows_say_no_answer_while_the_api_hangs_or_is_down():
@@ -76,26 +100,34 @@ def test_a_watcher_in_a_thread_stops_with_its_block():
 def a_row(t: float, answers: bool = True, **values) -> dict:
     """One row as the watcher makes it: an idle API unless `values` say otherwise."""
     row = {"t": t, "health_s": 0.002, "api_answers": True, "lag_s": 0.003, "tickets_per_s": {"created": 0.0}}
-    row |= dict.fromkeys(GAUGES, 0.0) | {"threads_total": 40.0, "db_max": 10.0}
+    row |= dict.fromkeys(GAUGES, 0.0) | {"threads_total": 40.0, "db_max": 10.0, "db_lent_per_s": 0.0}
     row |= {"sim_in_flight": 0, "quota_limit": 0, "quota_remaining": None}
     if not answers:  # the API's own gauges cannot be read while it does not answer
-        row |= dict.fromkeys(GAUGES) | {"api_answers": False, "health_s": t - 0.5, "lag_s": 2.2}
+        row |= dict.fromkeys(GAUGES) | {"api_answers": False, "health_s": t - 0.5, "lag_s": 2.2, "db_lent_per_s": None}
     return row | values
 
 
 def test_a_recording_keeps_its_peaks_and_draws_them_with_the_silence_shaded(tmp_path):
-    rows = [a_row(0.5), a_row(1.0, threads_borrowed=4.0, db_in_use=4.0, api_in_flight=4.0, sim_in_flight=4)]
+    rows = [
+        a_row(0.5, db_lent_per_s=4.0),
+        a_row(1.0, threads_borrowed=4.0, db_in_use=4.0, api_in_flight=4.0, sim_in_flight=4),
+    ]
     rows += [a_row(t, answers=False, sim_in_flight=1) for t in (1.5, 2.0, 2.5)]
     rows += [a_row(3.0, tickets_per_s={"created": 1.5, "db_busy": 0.5})]
     held = {"tick_s": 0.5, "header": {"event_loop": "asyncio", "thread_limit": "40"}, "rows": rows}
     held["peaks"] = peaks(rows, 0.5)
     assert held["peaks"]["threads_borrowed_max"] == 4.0 and held["peaks"]["sim_in_flight_max"] == 4
-    assert held["peaks"]["lag_s_max"] == 2.2 and held["peaks"]["no_answer_s"] == 1.5
+    assert (
+        held["peaks"]["lag_s_max"] == 2.2
+        and held["peaks"]["no_answer_s"] == 1.5
+        and held["peaks"]["db_lent_per_s_max"] == 4
+    )
     assert held["peaks"]["created_per_s_max"] == 1.5 and held["peaks"]["health_s_max"] == 2.0
     draw_held(held, str(tmp_path / "held.svg"), "INTAKE_MODE=thread, a test")
     svg = (tmp_path / "held.svg").read_text()
     assert "What the server held: INTAKE_MODE=thread" in svg and "THREAD_LIMIT 40" in svg
     assert "no answer for 1.5 s" in svg and "at most 4 of 40" in svg and "db_busy" in svg
+    assert "lent at up to 4 a second" in svg and "lent per second" in svg
     assert "simulator quota" not in svg  # the quota's panel only when the quota is on
 
 
