@@ -16,9 +16,9 @@ def draw_held(held: dict, path: str, title: str) -> None:
     """What the server held during one recorded run (toolkit.watcher's rows): one panel per series, one time axis.
 
     The panels of scripts.watch's page: /health as the watcher timed it, the loop's lag, threads,
-    DB connections, provider calls in flight (and the simulator's quota when it is on), tickets/s
-    by outcome. Where the API did not answer the watcher, every panel is shaded and the API's own
-    gauges have no value (the simulator's still do).
+    DB connections in use and lent per second, provider calls in flight (and the simulator's quota
+    when it is on), tickets/s by outcome. Where the API did not answer the watcher, every panel is
+    shaded and the API's own gauges have no value (the simulator's still do).
     """
     plt = load_pyplot()
     from matplotlib.patches import Patch
@@ -61,14 +61,18 @@ def draw_held(held: dict, path: str, title: str) -> None:
             "count",
         ),
         (
-            f"DB connections in use: at most {most('db_in_use')} of {most('db_max')}, {most('db_waiting')} waiting; "
-            f"lent at up to {most('db_lent_per_s')} a second",
+            f"DB connections in use: at most {most('db_in_use')} of {most('db_max')}, {most('db_waiting')} waiting",
             [
                 ("db_in_use", "in use", "#2a9d3a", "-"),
-                ("db_lent_per_s", "lent per second", "#2a9d3a", ":"),
                 ("db_waiting", "requests waiting", "#c0392b", "-"),
                 ("db_max", "pool size", "0.6", "--"),
             ],
+            "count",
+        ),
+        (
+            f"DB connections lent per second: at most {most('db_lent_per_s')} "
+            "(a check or a save holds one for milliseconds, seldom seen in use)",
+            [("db_lent_per_s", "lent per second", "#2a9d3a", "-")],
             "count",
         ),
         (
@@ -129,8 +133,7 @@ def draw_held(held: dict, path: str, title: str) -> None:
         if len(lines) > 1 or unit == "rate":
             axes.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=9, frameon=False)
     axes_list[-1].set_xlabel(
-        f"seconds since the recording started (a sample every {tick:g} s: a hold of a few milliseconds seldom shows"
-        ' as "in use"; "lent per second" counts it)',
+        f"seconds since the recording started (a sample every {tick:g} s)",
         fontsize=11,
     )
     axes_list[0].legend(

@@ -40,7 +40,7 @@ def chromium(url: str, profile: Path, *flags: str) -> str:
 
 def page_figures(url: str, profile: Path, screenshot: Path) -> dict[str, str]:
     """What the page's script summarized from its series (the #summary element's data attributes)."""
-    chromium(url, profile, "--window-size=1400,1250", f"--screenshot={screenshot}")
+    chromium(url, profile, "--window-size=1400,1400", f"--screenshot={screenshot}")
     dom = chromium(url, profile, "--dump-dom")
     summary = re.search(r'<div id="summary"[^>]*>', dom)
     mode = re.search(r'<b id="mode">(\w+)</b>', dom)

@@ -127,7 +127,7 @@ def test_a_recording_keeps_its_peaks_and_draws_them_with_the_silence_shaded(tmp_
     svg = (tmp_path / "held.svg").read_text()
     assert "What the server held: INTAKE_MODE=thread" in svg and "THREAD_LIMIT 40" in svg
     assert "no answer for 1.5 s" in svg and "at most 4 of 40" in svg and "db_busy" in svg
-    assert "lent at up to 4 a second" in svg and "lent per second" in svg
+    assert "DB connections lent per second: at most 4" in svg
     assert "simulator quota" not in svg  # the quota's panel only when the quota is on
 
 
