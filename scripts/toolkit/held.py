@@ -71,9 +71,9 @@ def draw_held(held: dict, path: str, title: str) -> None:
         ),
         (
             f"DB connections lent per second: at most {most('db_lent_per_s')} "
-            "(a check or a save holds one for milliseconds, seldom seen in use)",
+            "(a check or a save holds one for milliseconds)",
             [("db_lent_per_s", "lent per second", "#2a9d3a", "-")],
-            "count",
+            "per second",
         ),
         (
             f"provider calls in flight: at most {most('api_in_flight')} "
@@ -102,7 +102,7 @@ def draw_held(held: dict, path: str, title: str) -> None:
     for axes, (panel_title, lines, unit) in zip(axes_list, panels, strict=True):
         for at in silent:
             axes.axvspan(at - tick, at, color=NO_ANSWER_COLOR, lw=0)
-        top = {"seconds": 0.05, "count": 4, "rate": 2}[unit]
+        top = {"seconds": 0.05, "count": 4, "per second": 4, "rate": 2}[unit]
         for key, label, color, style in lines:
             if unit == "rate":
                 values = [

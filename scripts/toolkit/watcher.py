@@ -132,14 +132,20 @@ def interval_figures(before: Scrape, oldest: Scrape, scrape: Scrape) -> Row:
     return {
         "lag_s": largest_lag_s(before, scrape),
         "tickets_per_s": {
-            outcome: round(max(0.0, count - earlier.get(outcome, 0.0)) / (scrape.at - oldest.at), 2)
+            outcome: per_s(count, earlier.get(outcome, 0.0), scrape.at - oldest.at)
             for outcome, count in created.items()
         },
-        # a save holds its connection for milliseconds, between two looks at "in use": this rate sees it
+        # a check or a save holds its connection for milliseconds, between two looks at "in use": this rate sees it
         "db_lent_per_s": None
-        if lent is None or lent_before is None or scrape.at <= before.at
-        else round(max(0.0, lent - lent_before) / (scrape.at - before.at), 2),
+        if lent is None or lent_before is None
+        else per_s(lent, lent_before, scrape.at - before.at),
     }
+
+
+def per_s(count: float, earlier: float, seconds: float) -> float:
+    """A counter's growth per second between two readings; after a reset (the API restarted) it counts from 0."""
+    grown = count - earlier if count >= earlier else count
+    return round(grown / seconds, 2) if seconds > 0 else 0.0
 
 
 @dataclass

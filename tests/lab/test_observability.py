@@ -89,3 +89,13 @@ def test_metrics_name_how_the_api_waits(make_settings):
         'ticket_api_info{db_pool_max_size="6",event_loop="asyncio",intake_mode="blocking",thread_limit="17"} 1.0'
         in text.splitlines()
     )
+
+
+def test_each_new_ticket_borrows_two_connections_in_async_mode(make_settings):
+    settings = make_settings(intake_mode="async")
+    with serve(create_app(settings, FakeProvider(0.01))) as url:
+        before = metric_totals(httpx.get(f"{url}/metrics", timeout=5).text)["ticket_api_db_pool_lent_total"]
+        for _ in range(3):
+            assert httpx.post(f"{url}/v1/tickets", json=TICKET, timeout=30).status_code == 201
+        after = metric_totals(httpx.get(f"{url}/metrics", timeout=5).text)["ticket_api_db_pool_lent_total"]
+    assert after - before == 6  # the customer check and the save, each in a short transaction of its own

@@ -172,6 +172,8 @@ class Database:
             else:
                 with self._counted("waiting"):
                     conn = self.pool.getconn()
+                with self._lock:
+                    self._lent += 1
                 try:
                     with self._counted("in_use"), conn:
                         yield conn
@@ -217,8 +219,6 @@ class Database:
     def _counted(self, figure: str) -> Iterator[None]:
         with self._lock:
             self._usage[figure] += 1
-            if figure == "in_use":
-                self._lent += 1
         try:
             yield
         finally:

@@ -17,7 +17,7 @@ from pathlib import Path
 log = logging.getLogger("ticket_api.watchdog")
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 # The reading's interval (one-blocking-call). Each beat wakes the loop and the thread: at 20 ms they cost
-# an idle API 1.6% of a core, at 50 ms 0.7% (ticket_api/README.md, Performance).
+# an idle API 1.6-1.7% of a core, at 50 ms 0.7-0.9% (ticket_api/README.md, Performance).
 HEARTBEAT_S = 0.05
 
 
