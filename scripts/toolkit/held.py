@@ -91,7 +91,7 @@ def draw_held(held: dict, path: str, title: str) -> None:
         (
             f"tickets per second by outcome (over 2 s): created at most {peaks['created_per_s_max'] or 0:g}/s",
             [(outcome, outcome, OUTCOME_COLORS.get(outcome, "0.4"), "-") for outcome in outcomes],
-            "rate",
+            "by outcome",
         )
     )
     figure, axes_list = plt.subplots(
@@ -102,9 +102,9 @@ def draw_held(held: dict, path: str, title: str) -> None:
     for axes, (panel_title, lines, unit) in zip(axes_list, panels, strict=True):
         for at in silent:
             axes.axvspan(at - tick, at, color=NO_ANSWER_COLOR, lw=0)
-        top = {"seconds": 0.05, "count": 4, "per second": 4, "rate": 2}[unit]
+        top = {"seconds": 0.05, "count": 4, "per second": 4, "by outcome": 2}[unit]
         for key, label, color, style in lines:
-            if unit == "rate":
+            if unit == "by outcome":
                 values = [
                     float("nan") if not row.get("tickets_per_s") else row["tickets_per_s"].get(key, 0.0) for row in rows
                 ]
@@ -130,7 +130,7 @@ def draw_held(held: dict, path: str, title: str) -> None:
             axes.yaxis.set_major_locator(MaxNLocator(nbins=4, integer=unit == "count"))
         axes.set_title(panel_title, loc="left", fontsize=11)
         axes.grid(alpha=0.3)
-        if len(lines) > 1 or unit == "rate":
+        if len(lines) > 1 or unit == "by outcome":
             axes.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=9, frameon=False)
     axes_list[-1].set_xlabel(
         f"seconds since the recording started (a sample every {tick:g} s)",
