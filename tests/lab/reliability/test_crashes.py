@@ -25,8 +25,10 @@ from tests.lab.reliability.reliability_testing import (
     run_short_soak,
     wait_for,
 )
-from ticket_api.database import CONNECT_TIMEOUT_S, connect
+from ticket_api.database import CONNECT_TIMEOUT_S, Database, connect
 from ticket_api.embedded import embedded_dsn
+from ticket_api.errors import DatabaseBusy, DatabaseUnavailable
+from ticket_api.repository import check_customer
 
 CLIENTS = 32
 SPEED = 0.05  # the simulator's: a ticket's AI work takes about 0.11 s
@@ -37,7 +39,8 @@ DB_DOWN_S = DB_POOL_TIMEOUT_S + 1  # long enough for waiting requests to give up
 # The longest a request may take while PostgreSQL is down: its wait for a pooled connection, the check
 # that tells "down" from "busy", and in blocking mode the queue of every client's AI work; plus a margin.
 SLOWEST_ANSWER_S = DB_POOL_TIMEOUT_S + CONNECT_TIMEOUT_S + CLIENTS * TICKET_S + 5
-RECOVERY_S = 30  # the pool reconnects with a growing pause (1 s, 2 s, 4 s, ...): generous, never the usual case
+RECOVERY_S = 30  # generous: the pool tries a lost connection again within a second or two of PostgreSQL's return
+LONG_OUTAGE_S = 20  # psycopg_pool's own doubling pause (1, 2, 4, 8, 16 s) would next try ~10 s after the restart
 
 
 @pytest.fixture(scope="module")
@@ -175,6 +178,33 @@ def test_kill_9_of_postgres_under_load_is_503_and_the_api_recovers_by_itself(
         f"first 201 {recovered_s:.1f} s after the restart, /health at most {health_ms:.0f} ms, "
         f"{committed_without_201} committed without a 201, each returned by its retry"
     )
+
+
+def test_after_a_long_outage_the_pool_is_back_within_a_quarter_of_it(own_database, make_settings):
+    """A pool of the API's kind, asked for connections all through a 20 s outage, lends one soon after the restart."""
+    settings = make_settings(database_url=own_database.dsn, db_pool_timeout_s=1)
+    db = Database(own_database.dsn, settings)
+    db.open()
+    try:
+        check_customer(db, own_database.customer_id)
+        soak.kill_postgres(own_database.pgdata)
+        down_until = time.monotonic() + LONG_OUTAGE_S
+        try:
+            while time.monotonic() < down_until:
+                with pytest.raises((DatabaseUnavailable, DatabaseBusy)):
+                    check_customer(db, own_database.customer_id)
+        finally:
+            embedded_dsn(own_database.pgdata)
+        restarted = time.monotonic()
+        while True:
+            try:
+                check_customer(db, own_database.customer_id)
+                break
+            except (DatabaseUnavailable, DatabaseBusy):
+                assert time.monotonic() - restarted < LONG_OUTAGE_S / 4, "the pool did not lend a connection again"
+        print(f"first connection lent {time.monotonic() - restarted:.1f} s after PostgreSQL's restart")
+    finally:
+        db.close()
 
 
 def test_the_soak_kills_the_api_and_postgres_and_counts_what_was_committed_without_a_201(tmp_path):

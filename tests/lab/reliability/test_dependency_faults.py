@@ -26,7 +26,7 @@ from ticket_api.database import CONNECT_TIMEOUT_S
 from ticket_api.embedded import embedded_dsn, stop_embedded
 from ticket_api.main import create_app
 
-RECOVERY_S = 30  # the pool retries with a growing pause (1 s, 2 s, 4 s, ...): generous, never the usual case
+RECOVERY_S = 30  # generous: the pool tries a lost connection again within a second or two of the server's return
 
 
 def own_settings(own_database: SimpleNamespace, **overrides: object):
