@@ -22,9 +22,9 @@ CONNECT_TIMEOUT_S = 5
 UNAVAILABLE = "the database is unavailable"  # the client's detail; the reason goes to the API's log
 PROBE_EVERY_S = 1.0
 # psycopg_pool retries a lost connection with a doubling pause (1, 2, 4, 8, 16 s ...) for
-# `reconnect_timeout`, 5 minutes by default: after a minute's outage its next try could come half
-# a minute after the server is back, with every ticket meanwhile a 503 db_busy. Given up sooner, a
-# lost connection is replaced when a request needs one, by a new one tried at once.
+# `reconnect_timeout`, 5 minutes by default: after a minute's outage its next try could come half a
+# minute or more after the server is back, with every ticket meanwhile a 503 db_busy. Given up
+# sooner, a lost connection is replaced when a request needs one, by a new one tried at once.
 RECONNECT_TIMEOUT_S = 5.0
 # poll() where there is one: one system call per check, where epoll (the default) takes four; never
 # select.select(), which fails on descriptors past 1023.

@@ -7,6 +7,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ticket_api.errors import error_response
 
 STARTUP_ERROR_PREFIX = "ticket_api.errors.StartupError: "
+# A 413 comes before the body is all read, and the server then closes the connection: said in the
+# answer, so that a client does not send its next request on it (and get no answer).
+CLOSE = {"Connection": "close"}
 
 
 class OneLineStartupErrors:
@@ -46,7 +49,7 @@ class BodyLimit:
         announced = Headers(scope=scope).get("content-length", "")
         if announced.isdigit() and int(announced) > self.max_bytes:
             scope.setdefault("state", {})["error_code"] = "body_too_large"  # for the tickets-by-outcome metric
-            await error_response(413, "body_too_large", detail)(scope, receive, send)
+            await error_response(413, "body_too_large", detail, CLOSE)(scope, receive, send)
             return
         received = 0
 
@@ -55,7 +58,7 @@ class BodyLimit:
             message = await receive()
             received += len(message.get("body", b""))
             if received > self.max_bytes:
-                raise HTTPException(413, detail)  # answered by the app's error handlers
+                raise HTTPException(413, detail, CLOSE)  # answered by the app's error handlers
             return message
 
         await self.app(scope, receive_within_limit, send)

@@ -50,10 +50,13 @@ def test_a_body_over_the_limit_is_413_with_or_without_content_length(api, custom
     ticket = {**marked_ticket(customer_id), "body": "x" * MAX_BODY_BYTES}
     raw = httpx.Request("POST", "/", json=ticket).content
     counted = too_large_count(api)
-    assert_error(api.post("/v1/tickets", content=raw, headers=JSON), 413, "body_too_large")
+    announced = api.post("/v1/tickets", content=raw, headers=JSON)
+    assert_error(announced, 413, "body_too_large")
     chunked = api.post("/v1/tickets", content=iter([raw[:1000], raw[1000:]]), headers=JSON)
     assert "content-length" not in chunked.request.headers
     assert_error(chunked, 413, "body_too_large")
+    # The rest of the body is not read: the answer says the connection closes, so no request is sent on it.
+    assert announced.headers["connection"] == chunked.headers["connection"] == "close"
     assert rows_of(db_conn, ticket) == []
     assert too_large_count(api) == counted + 2  # one outcome for both ways of being too large
 

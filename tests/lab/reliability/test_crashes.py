@@ -40,7 +40,10 @@ DB_DOWN_S = DB_POOL_TIMEOUT_S + 1  # long enough for waiting requests to give up
 # that tells "down" from "busy", and in blocking mode the queue of every client's AI work; plus a margin.
 SLOWEST_ANSWER_S = DB_POOL_TIMEOUT_S + CONNECT_TIMEOUT_S + CLIENTS * TICKET_S + 5
 RECOVERY_S = 30  # generous: the pool tries a lost connection again within a second or two of PostgreSQL's return
-LONG_OUTAGE_S = 20  # psycopg_pool's own doubling pause (1, 2, 4, 8, 16 s) would next try ~10 s after the restart
+# psycopg_pool's own doubling pause tries a lost connection at about 0, 1, 3, 7, 15 and 31 s: down this long,
+# PostgreSQL is back after the 15 s try and long before the next one.
+LONG_OUTAGE_S = 17
+BACK_WITHIN_S = 5  # the pool tries a lost connection for RECONNECT_TIMEOUT_S (5 s), then a new one on demand
 
 
 @pytest.fixture(scope="module")
@@ -180,8 +183,8 @@ def test_kill_9_of_postgres_under_load_is_503_and_the_api_recovers_by_itself(
     )
 
 
-def test_after_a_long_outage_the_pool_is_back_within_a_quarter_of_it(own_database, make_settings):
-    """A pool of the API's kind, asked for connections all through a 20 s outage, lends one soon after the restart."""
+def test_after_a_long_outage_the_pool_lends_again_within_seconds(own_database, make_settings):
+    """A pool of the API's kind, asked for connections all through a long outage, lends one soon after the restart."""
     settings = make_settings(database_url=own_database.dsn, db_pool_timeout_s=1)
     db = Database(own_database.dsn, settings)
     db.open()
@@ -194,14 +197,14 @@ def test_after_a_long_outage_the_pool_is_back_within_a_quarter_of_it(own_databas
                 with pytest.raises((DatabaseUnavailable, DatabaseBusy)):
                     check_customer(db, own_database.customer_id)
         finally:
-            embedded_dsn(own_database.pgdata)
+            assert embedded_dsn(own_database.pgdata) == own_database.dsn  # the same server, after crash recovery
         restarted = time.monotonic()
         while True:
             try:
                 check_customer(db, own_database.customer_id)
                 break
             except (DatabaseUnavailable, DatabaseBusy):
-                assert time.monotonic() - restarted < LONG_OUTAGE_S / 4, "the pool did not lend a connection again"
+                assert time.monotonic() - restarted < BACK_WITHIN_S, "the pool did not lend a connection again"
         print(f"first connection lent {time.monotonic() - restarted:.1f} s after PostgreSQL's restart")
     finally:
         db.close()
