@@ -1,10 +1,11 @@
 """Tickets per second under a steady Locust load, per INTAKE_MODE: `python -m scripts.capacity`.
 
 It starts the lab as scripts.compare does, runs locustfiles/tickets.py headless against each mode
-(a separate process: Locust's gevent patching stays out of this one), reads Locust's final JSON,
-and sets each result against the Little's-law limit: users ÷ the provider's time per ticket,
-measured on the tickets saved during the same run. Meanwhile toolkit.watcher records what the
-server held (threads, DB connections, provider calls, the loop's lag), drawn per mode and users.
+(a separate process: Locust's gevent patching stays out of this one), reads each ticket's time as
+Locust's processes recorded it, and sets each result against the Little's-law limit: users ÷ the
+provider's time per ticket, measured on the tickets saved during the same run. Meanwhile
+toolkit.watcher records what the server held (threads, DB connections, provider calls, the loop's
+lag), drawn per mode and users.
 """
 
 import argparse
@@ -28,9 +29,9 @@ from scripts.toolkit.cli import (
     run,
 )
 from scripts.toolkit.held import describe_peaks, draw_held
-from scripts.toolkit.lab import EXIT_CODES, add_modes_argument, event_loop, running_lab
 from scripts.toolkit.load import SATURATED_CPU_SHARE
 from scripts.toolkit.locust import run_locust
+from scripts.toolkit.stack import EXIT_CODES, add_modes_argument, event_loop, running_lab
 from scripts.toolkit.watcher import record_tick_s, recorded_in_thread
 
 
@@ -141,9 +142,8 @@ def summarize(runs: list[dict]) -> list[dict]:
 def render(rows: list[dict], duration_s: int, passes: int) -> str:
     """The course's table, with the Little's-law limit and the course's figures (8 users) on the right."""
 
-    def ms(value: float | None, decimals: int = 0) -> str:
-        # Locust keeps times rounded to two significant digits: a decimal would be noise.
-        return "-" if value is None else f"{value:,.{decimals}f} ms"
+    def ms(value: float | None) -> str:
+        return "-" if value is None else f"{value:,.1f} ms"
 
     def number(value: float | None, form: str) -> str:
         return "-" if value is None else format(value, form)
@@ -181,12 +181,13 @@ def render(rows: list[dict], duration_s: int, passes: int) -> str:
                 number(row["api_cpu_share"], ".0%"),
                 "|",
                 number(theirs.get("tickets_per_s"), ".2f"),
-                ms(theirs.get("p50_ms"), 1),
-                ms(theirs.get("p95_ms"), 1),
+                ms(theirs.get("p50_ms")),
+                ms(theirs.get("p95_ms")),
             ]
         )
     title = (
         f"Locust, {duration_s} s per run, median of {passes} pass{'es' if passes > 1 else ''}; "
+        "p50, p95 of every ticket's time, failed ones included; "
         "limit = users ÷ provider time per ticket, measured in the same run; API CPU in cores (100% = one)"
     )
     return title + "\n" + format_table(headers, lines)

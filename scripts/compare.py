@@ -13,6 +13,7 @@ import csv
 import json
 import statistics
 
+from scripts.stall import measure_stall
 from scripts.toolkit import charts, course
 from scripts.toolkit.cli import (
     Clock,
@@ -25,8 +26,7 @@ from scripts.toolkit.cli import (
     run,
 )
 from scripts.toolkit.held import describe_peaks, draw_held
-from scripts.toolkit.lab import EXIT_CODES, add_modes_argument, parse_loops, run_name, running_lab
-from scripts.toolkit.stalls import measure_stall
+from scripts.toolkit.stack import EXIT_CODES, add_modes_argument, parse_loops, run_name, running_lab
 from scripts.toolkit.watcher import record_tick_s, watched
 
 FIGURES = ("total_s", "health_answers", "health_median_ms", "health_slowest_ms")

@@ -1,7 +1,9 @@
 """Send N requests to one route, C at a time, while GET /health is asked every 50 ms: `python -m scripts.probe PATH`.
 
-It prints the route's throughput and latency, and how long /health took meanwhile: a /health
-that needs hundreds of milliseconds means that the route holds the event loop.
+It starts the experiment app (and, for an /upstream route, a simulator) on free ports, measures
+and stops them; --url measures an app that already runs instead. It prints the route's throughput
+and latency, and how long /health took meanwhile: a /health that needs hundreds of milliseconds
+means that the route holds the event loop.
 """
 
 import argparse
@@ -9,13 +11,15 @@ import asyncio
 import json
 from collections import Counter
 
+from scripts.experiments.runner import add_app_arguments, app_to_measure, check_app_arguments
 from scripts.toolkit.cli import fmt_ms, positive_float, positive_int, progress, route_path, run
 from scripts.toolkit.health import check_api, probe_health, times_ms
 from scripts.toolkit.load import closed_loop, getter, open_client, open_clients, warm_up
 from scripts.toolkit.quantiles import summarize
 
-DEFAULT_URL = "http://127.0.0.1:8000"
-EXIT_CODES = "Exit codes: 0 every request answered 2xx, 1 some failed, 2 the API cannot be reached or bad arguments."
+EXIT_CODES = (
+    "Exit codes: 0 every request answered 2xx, 1 some failed, 2 the app cannot start or be reached, or bad arguments."
+)
 
 
 async def measure(url: str, path: str, concurrency: int, requests: int, interval_s: float) -> dict:
@@ -75,18 +79,20 @@ def main(argv: list[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=EXIT_CODES,
     )
-    parser.add_argument("path", type=route_path, help="the route to load, e.g. /lab/sleep/async-blocking")
+    parser.add_argument("path", type=route_path, help="the route to load, e.g. /sleep/async-blocking")
     parser.add_argument("--concurrency", type=positive_int, default=10, help="requests in flight at once (default 10)")
     parser.add_argument("--requests", type=positive_int, default=100, help="requests in all (default 100)")
-    parser.add_argument("--url", default=DEFAULT_URL, help=f"the API's address (default {DEFAULT_URL})")
     parser.add_argument(
         "--interval", type=positive_float, default=0.05, help="seconds between two /health probes (default 0.05)"
     )
+    add_app_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     args = parser.parse_args(argv)
+    check_app_arguments(parser, args)
 
-    progress(f"probing GET {args.path}: {args.requests} requests, {args.concurrency} at a time ...")
-    result = asyncio.run(measure(args.url, args.path, args.concurrency, args.requests, args.interval))
+    with app_to_measure(args) as url:
+        progress(f"probing GET {args.path}: {args.requests} requests, {args.concurrency} at a time ...")
+        result = asyncio.run(measure(url, args.path, args.concurrency, args.requests, args.interval))
     print(json.dumps(result) if args.json else render(result))
     if result["generator_saturated"]:
         progress(

@@ -26,6 +26,7 @@ from pathlib import Path
 from scripts.toolkit import lab
 from scripts.toolkit.cli import CommandError, progress, run
 from scripts.toolkit.databases import init
+from scripts.toolkit.imports import is_command, reachable
 from scripts.toolkit.lessons import render_readme
 from scripts.toolkit.settings_table import load_settings_class, with_settings_table
 from ticket_api.config import load_settings
@@ -34,36 +35,21 @@ from ticket_api.database import resolve_dsn
 ROOT = Path(__file__).resolve().parent.parent
 SNAPSHOTS = ROOT / "snapshots"
 LESSONS = SNAPSHOTS / "lessons.toml"
-STUDENT_PARTS = [
-    "pyproject.toml",
-    ".env.example",
-    ".gitignore",
-    "ticket_api",
-    "simulator",
-    "scripts",
-    "tests",
-    "locustfiles",
-]
-# The lab's own tools and tests: not part of a student's project.
-ROOT_ONLY = {
-    "scripts/snapshots.py",
-    "scripts/compare.py",
-    "scripts/capacity.py",
-    "scripts/bench.py",
-    "scripts/soak.py",
-    "scripts/toolkit/lessons.py",
-    "scripts/toolkit/course.py",
-    "scripts/toolkit/course.toml",
-    "scripts/toolkit/locust.py",
-    "tests/lab",
-    "ticket_api/README.md",
-    "scripts/README.md",
-    "tests/README.md",
-    "scripts/watch.py",
-    "scripts/toolkit/watcher.py",
-    "scripts/toolkit/held.py",
-    "scripts/toolkit/watch_page.html",
-}
+# A student's project: these folders whole, the suite's files in tests/ (not tests/lab/), these files, and of
+# scripts/ the scripts the lessons run and what they import. Everything else is the lab's own.
+WHOLE_FOLDERS = ("ticket_api", "simulator", "locustfiles")
+FILES = ("pyproject.toml", ".env.example", ".gitignore")
+LESSON_SCRIPTS = ("scripts/db.py", "scripts/stall.py", "scripts/burst.py")
+LAB_DOCS = {"ticket_api/README.md"}
+NOT_THE_PROJECT = {
+    "__pycache__",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".pytest_cache",
+    ".lab",
+    ".venv",
+    ".env",
+}  # the lab's own notes on the API: measurements, reliability
 OWN_README = "README.md"  # each snapshot has its own, written for the student's project at that point
 SUITE_TIMEOUT_S = 900
 COMPARISONS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
@@ -90,20 +76,38 @@ def load_lessons() -> tuple[dict, list[Lesson]]:
     return data["snapshots"], lessons
 
 
-def student_files(tree: Path, with_root_only: bool = False) -> set[str]:
-    """Paths (relative, '/'-separated) of a project's student files, caches (and root-only parts) left out."""
-    found = set()
-    for part in STUDENT_PARTS + [OWN_README]:
-        path = tree / part
-        candidates = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
-        for file in candidates:
-            relative = file.relative_to(tree).as_posix()
-            if "__pycache__" in relative or relative.endswith(".pyc"):
-                continue
-            if not with_root_only and any(relative == r or relative.startswith(r + "/") for r in ROOT_ONLY):
-                continue
-            found.add(relative)
+def entry_points(tree: Path) -> set[Path]:
+    """What a student's project runs: the app, the simulator's commands, the suite, Locust's file, lesson scripts."""
+    entries = {tree / "ticket_api" / "main.py", tree / "tests" / "conftest.py", *map(tree.joinpath, LESSON_SCRIPTS)}
+    entries |= {file for file in (tree / "simulator").rglob("*.py") if is_command(file)}
+    entries |= set((tree / "tests").glob("test_*.py")) | set((tree / "locustfiles").glob("*.py"))
+    return {entry for entry in entries if entry.is_file()}
+
+
+def all_files(tree: Path) -> set[str]:
+    """Every file under `tree` (relative, '/'-separated), but the tools' caches and a local database or venv."""
+    return {
+        file.relative_to(tree).as_posix()
+        for file in tree.rglob("*")
+        if file.is_file() and not NOT_THE_PROJECT & set(file.relative_to(tree).parts) and file.suffix != ".pyc"
+    }
+
+
+def student_files(tree: Path) -> set[str]:
+    """Paths (relative, '/'-separated) of a project's student files: see WHOLE_FOLDERS, FILES and LESSON_SCRIPTS."""
+    found = {name for name in (*FILES, OWN_README) if (tree / name).is_file()}
+    for folder in WHOLE_FOLDERS:
+        found |= {f"{folder}/{name}" for name in all_files(tree / folder)} - LAB_DOCS
+    found |= {file.relative_to(tree).as_posix() for file in (tree / "tests").glob("*.py")}
+    imported = reachable(tree, entry_points(tree))
+    found |= {file.relative_to(tree).as_posix() for file in imported if file.is_relative_to(tree / "scripts")}
     return found
+
+
+def unused_files(tree: Path) -> list[str]:
+    """The student's Python files that nothing imports and nothing runs."""
+    used = {file.relative_to(tree).as_posix() for file in reachable(tree, entry_points(tree))}
+    return sorted(name for name in student_files(tree) if name.endswith(".py") and name not in used)
 
 
 def sync() -> list[str]:
@@ -137,7 +141,7 @@ def _mirror(source: Path, target: Path, keep: set[str]) -> list[str]:
     """Make `target` hold `source`'s student files, except the paths in `keep`, which it keeps as they are."""
     changed = []
     wanted = {f for f in student_files(source) if f not in keep}
-    for relative in sorted(student_files(target, with_root_only=True) - wanted - keep):
+    for relative in sorted(all_files(target) - wanted - keep):
         (target / relative).unlink()
         changed.append(f"deleted {target.name}/{relative}")
     for relative in sorted(wanted):
@@ -155,8 +159,10 @@ def check_files() -> list[str]:
     latest = list(snapshots)[-1]
     problems = _differences(ROOT, SNAPSHOTS / latest, allowed={OWN_README}, label=f"root vs {latest}")
     for name in snapshots:
-        stray = student_files(SNAPSHOTS / name, with_root_only=True) - student_files(SNAPSHOTS / name)
-        problems += [f"{name} holds {relative}, which is the lab's own, not a student's" for relative in sorted(stray)]
+        stray = all_files(SNAPSHOTS / name) - student_files(SNAPSHOTS / name)
+        problems += [f"{name} holds {relative}, which is not part of a student's project" for relative in sorted(stray)]
+        problems += [f"{name}: nothing imports or runs {relative}" for relative in unused_files(SNAPSHOTS / name)]
+    problems += [f"root: nothing imports or runs the student file {relative}" for relative in unused_files(ROOT)]
     for lesson in lessons:
         if lesson.before in snapshots:
             source, before = SNAPSHOTS / lesson.source, SNAPSHOTS / lesson.before

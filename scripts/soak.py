@@ -35,9 +35,10 @@ from scripts.toolkit import dataset, lab
 from scripts.toolkit.answers import error_code
 from scripts.toolkit.cli import Clock, CommandError, output_folder, positive_float, positive_int, progress, run
 from scripts.toolkit.databases import create_lab_database, drop_database
-from scripts.toolkit.lab import STOP_TIMEOUT_S, parse_modes, started
+from scripts.toolkit.lab import STOP_TIMEOUT_S, started
 from scripts.toolkit.load import Outcome, closed_loop
 from scripts.toolkit.processes import Service
+from scripts.toolkit.stack import parse_modes
 from ticket_api.config import load_settings
 from ticket_api.database import connect, resolve_dsn, shown_dsn
 from ticket_api.embedded import embedded_dsn, stop_embedded

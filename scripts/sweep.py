@@ -1,21 +1,25 @@
 """Find where a route stops scaling: req/s and latency at rising concurrency, `python -m scripts.sweep PATH`.
 
-Each level keeps C requests in flight for a few seconds. The knee is the last level before more
-clients stop bringing more req/s while p99 climbs: serve at 60-70% of its req/s. A level where
-this generator itself used a whole core gets a warning and no figure, since it measured itself.
+It starts the experiment app (and, for an /upstream route, a simulator) on free ports, measures
+and stops them; --url measures an app that already runs instead. Each level keeps C requests in
+flight for a few seconds. The knee is the last level before more clients stop bringing more req/s
+while p99 climbs: serve at 60-70% of its req/s. A level where this generator itself used a whole
+core gets a warning and no figure, since it measured itself.
 """
 
 import argparse
 import asyncio
 import json
 
+from scripts.experiments.runner import add_app_arguments, app_to_measure, check_app_arguments
 from scripts.toolkit.cli import fmt_ms, parse_levels, positive_float, progress, route_path, run
 from scripts.toolkit.health import check_api
 from scripts.toolkit.load import closed_loop, getter, open_client, open_clients, warm_up
 from scripts.toolkit.quantiles import quantile
 
-DEFAULT_URL = "http://127.0.0.1:8000"
-EXIT_CODES = "Exit codes: 0 every request answered 2xx, 1 some failed, 2 the API cannot be reached or bad arguments."
+EXIT_CODES = (
+    "Exit codes: 0 every request answered 2xx, 1 some failed, 2 the app cannot start or be reached, or bad arguments."
+)
 # Clients added past the knee bring less than this share of the req/s they would bring with room to spare.
 KNEE_SHARE_OF_IDEAL = 0.25
 P99_CLIMB = 1.2  # ... while p99 grows by more than 20%
@@ -94,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=EXIT_CODES,
     )
-    parser.add_argument("path", type=route_path, help="the route to load, e.g. /lab/sleep/def")
+    parser.add_argument("path", type=route_path, help="the route to load, e.g. /sleep/def")
     parser.add_argument(
         "--concurrency",
         type=parse_levels,
@@ -102,18 +106,18 @@ def main(argv: list[str] | None = None) -> int:
         help="comma-separated levels of requests in flight (default 1,8,24,64)",
     )
     parser.add_argument("--duration", type=positive_float, default=5.0, help="seconds per level (default 5)")
-    parser.add_argument("--url", default=DEFAULT_URL, help=f"the API's address (default {DEFAULT_URL})")
+    add_app_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     args = parser.parse_args(argv)
+    check_app_arguments(parser, args)
     levels = sorted(set(args.concurrency))
 
-    progress(f"sweeping GET {args.path} at {','.join(map(str, levels))} in flight ...")
-    rows = asyncio.run(sweep(args.url, args.path, levels, args.duration))
+    with app_to_measure(args) as url:
+        progress(f"sweeping GET {args.path} at {','.join(map(str, levels))} in flight ...")
+        rows = asyncio.run(sweep(url, args.path, levels, args.duration))
     knee = find_knee(rows)
     if args.json:
-        print(
-            json.dumps({"url": args.url, "path": args.path, "duration_s": args.duration, "levels": rows, "knee": knee})
-        )
+        print(json.dumps({"url": url, "path": args.path, "duration_s": args.duration, "levels": rows, "knee": knee}))
     else:
         print(render(args.path, args.duration, rows, knee))
     for row in rows:

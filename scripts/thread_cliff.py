@@ -1,8 +1,8 @@
 """Show the thread pool's cliff: `python -m scripts.thread_cliff [--thread-limit 40]`.
 
-It starts its own API with THREAD_LIMIT=N and, level by level, keeps K slow `def` requests in
-flight (each holds a pool thread for 1 s) while it times a `def` route that does nothing, and
-/health. Predict first: what happens to the trivial route below N, at N, and at 2.5 x N?
+It starts the experiment app with THREAD_LIMIT=N on a free port and, level by level, keeps K
+slow `def` requests in flight (each holds a pool thread for 1 s) while it times a `def` route that
+does nothing, and /health. Predict first: what happens to the trivial route below N, at N, and at 2.5 x N?
 """
 
 import argparse
@@ -12,17 +12,15 @@ import time
 
 import httpx
 
-from scripts.toolkit import databases, lab
+from scripts.experiments.runner import served
 from scripts.toolkit.answers import describe_failure
 from scripts.toolkit.cli import CommandError, fmt_ms, parse_levels, positive_int, progress, run
 from scripts.toolkit.health import probe_health, times_ms
 from scripts.toolkit.load import closed_loop, getter, open_client, open_clients, warm_up
 from scripts.toolkit.quantiles import quantile
-from ticket_api.config import Settings, load_settings
-from ticket_api.database import connect, resolve_dsn
 
-SLOW_PATH = "/lab/sleep/def?ms={ms}"
-TRIVIAL_PATH = "/lab/noop/def"
+SLOW_PATH = "/sleep/def?ms={ms}"
+TRIVIAL_PATH = "/noop/def"
 PROBE_INTERVAL_S = 0.05
 CLIFF_SHARE = 0.25  # a trivial request that waited a quarter of a slow one's time waited for a thread
 
@@ -121,30 +119,20 @@ def render(thread_limit: int, hold_ms: int, rows: list[dict], cliff: int | None)
     return "\n".join(lines)
 
 
-def prepare_database(settings: Settings) -> None:
-    """The API starts only on a database with the lab's tables: load the small data set if there are none."""
-    dsn = resolve_dsn(settings)
-    with connect(dsn) as conn:
-        has_tables = conn.execute("SELECT to_regclass('tickets') IS NOT NULL").fetchone()[0]
-    if not has_tables:
-        progress("the database has no lab tables: loading the small data set (python -m scripts.db init) ...")
-        databases.init(dsn, "small")
-
-
 def main(argv: list[str] | None = None) -> int:
-    """Start an API, measure every level, stop the API, print."""
+    """Start the experiment app, measure every level, stop the app, print."""
     parser = argparse.ArgumentParser(
         prog="python -m scripts.thread_cliff",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="It needs PostgreSQL (the embedded one starts by itself), not the simulator. "
-        "Exit codes: 0 done, 1 some slow requests failed, 2 the API cannot start or bad arguments.",
+        epilog="Nothing needs to run beforehand. "
+        "Exit codes: 0 done, 1 some slow requests failed, 2 the app cannot start or bad arguments.",
     )
     parser.add_argument(
         "--thread-limit",
         type=positive_int,
         default=40,
-        help="THREAD_LIMIT of the API it starts (default 40, AnyIO's default)",
+        help="THREAD_LIMIT of the app it starts (default 40, AnyIO's default)",
     )
     parser.add_argument(
         "--levels",
@@ -166,12 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.hold_ms > 10_000:
         parser.error("--hold-ms: at most 10000")
 
-    settings = load_settings()
-    prepare_database(settings)
-    progress(f"starting the API with THREAD_LIMIT={args.thread_limit} ...")
-    env = {"THREAD_LIMIT": str(args.thread_limit), "LAB_ROUTES": "true"}
-    with lab.api(settings.provider_url, env=env) as api:
-        rows = asyncio.run(measure_cliff(api.url, sorted(set(args.levels)), args.hold_ms, args.samples))
+    with served(args.thread_limit) as url:
+        rows = asyncio.run(measure_cliff(url, sorted(set(args.levels)), args.hold_ms, args.samples))
     cliff = find_cliff(rows, args.hold_ms)
     if args.json:
         figures = {"thread_limit": args.thread_limit, "hold_ms": args.hold_ms, "levels": rows, "cliff_at": cliff}

@@ -1,18 +1,17 @@
 """GET /metrics: the thread limiter, the DB pool, the provider and the tickets, for Prometheus."""
 
-import re
-
 from fastapi.testclient import TestClient
 
+from scripts.toolkit.metrics import read_metrics
 from tests.fakes import FakeProvider
 from ticket_api.main import create_app
 
 
-def metric(text: str, name: str, labels: str = "") -> float:
-    """The value of one sample in Prometheus text format."""
-    match = re.search(rf"^{re.escape(name + labels)} (\S+)$", text, re.MULTILINE)
-    assert match, f"{name}{labels} not in /metrics"
-    return float(match.group(1))
+def metric(text: str, name: str, **labels: str) -> float:
+    """The value of one sample of /metrics, read with prometheus-client's parser."""
+    value = read_metrics(text).get(name, **labels)
+    assert value is not None, f"{name}{labels or ''} not in /metrics"
+    return value
 
 
 def test_metrics_are_in_prometheus_text_format(client):
@@ -42,6 +41,6 @@ def test_tickets_are_counted_by_outcome(client, customer_id):
     client.post("/v1/tickets", json={"customer_id": 999_999, "subject": "s", "body": "b"})
     client.post("/v1/tickets", json={"customer_id": customer_id})
     text = client.get("/metrics").text
-    assert metric(text, "ticket_api_tickets_total", '{outcome="created"}') == 1
-    assert metric(text, "ticket_api_tickets_total", '{outcome="customer_not_found"}') == 1
-    assert metric(text, "ticket_api_tickets_total", '{outcome="validation_error"}') == 1
+    assert metric(text, "ticket_api_tickets_total", outcome="created") == 1
+    assert metric(text, "ticket_api_tickets_total", outcome="customer_not_found") == 1
+    assert metric(text, "ticket_api_tickets_total", outcome="validation_error") == 1

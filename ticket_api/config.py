@@ -54,14 +54,13 @@ class Settings(BaseSettings):
         1024,
         ge=1,
         le=100_000,
-        description="HTTP connections to the provider per client; with the default pool, a call that cannot get "
-        "one within `PROVIDER_TIMEOUT_S` fails with 503 `ai_busy` instead of waiting on (aiohttp's gives 504 "
-        "`ai_timeout`; httpx's own lets calls wait in line)",
+        description="HTTP connections to the provider per client; a call that cannot get one within "
+        "`PROVIDER_TIMEOUT_S` fails: 504 `ai_timeout` with aiohttp's pool, 503 `ai_busy` with httpx's own",
     )
-    provider_async_client: Literal["httptools", "aiohttp", "httpx"] = Field(
-        "httptools",
-        description="the connections under `provider.acall`'s `httpx.AsyncClient`: asyncio's own with httptools' "
-        "parser (`httptools`), aiohttp's pool (`aiohttp`) or httpx's own (`httpx`)",
+    provider_async_client: Literal["aiohttp", "httpx"] = Field(
+        "aiohttp",
+        description="the connection pool under `provider.acall`'s `httpx.AsyncClient`: aiohttp's, through "
+        "httpx-aiohttp's transport (`aiohttp`), or httpx's own (`httpx`)",
     )
     provider_max_concurrency: int = Field(
         0,
@@ -85,37 +84,9 @@ class Settings(BaseSettings):
         le=60_000,
         description="log the line that blocks the event loop for longer than this (0 = off)",
     )
-    lab_routes: bool = Field(False, description="serve the experiment routes under `/lab` (the experiments turn it on)")
     intake_mode: Literal["thread", "blocking", "async"] = Field(
         "async",
         description="`thread`, `blocking` or `async`: how `POST /v1/tickets` waits",
-    )
-    http_max_connections: int = Field(
-        2048,
-        ge=1,
-        le=100_000,
-        description="open connections per API process, idle ones included; one more gets 503 `too_many_connections`. "
-        "The API raises its own open-files limit to twice this plus 256 (a WARNING line if the system's "
-        "hard limit is lower)",
-    )
-    http_max_header_bytes: int = Field(
-        16 * 1024,
-        ge=1024,
-        le=1024 * 1024,
-        description="request line and headers at most (1,024 to 1 MiB); more gets 431 `headers_too_large`",
-    )
-    http_header_timeout_s: float = Field(
-        10.0,
-        gt=0,
-        le=HOUR_S,
-        description="seconds to send a whole request head, from the connection's start or the previous answer; past "
-        "it, 408 `request_timeout`",
-    )
-    http_body_timeout_s: float = Field(
-        30.0,
-        gt=0,
-        le=HOUR_S,
-        description="seconds to send a whole request body, from the end of its head; past it, 408 `request_timeout`",
     )
 
     @field_validator("database_url")

@@ -1,12 +1,8 @@
 """Every SQL statement of the API: plain functions over psycopg (and Module 1's transaction around the AI work)."""
 
-import struct
 from typing import Any
 
 import psycopg
-from psycopg import postgres
-from psycopg.adapt import Dumper
-from psycopg.pq import Format
 from psycopg.rows import dict_row
 
 from ticket_api.ai import AiWork, do_ai_work
@@ -19,42 +15,6 @@ TICKET_COLUMNS = """
     t.id, t.customer_id, t.subject, t.body, r.category, r.priority, r.draft_reply, t.created_at
 """
 IDEMPOTENCY_KEY_TTL = "24 hours"  # after that, a key may be used for a new ticket
-
-
-class RealArray:
-    """Floats to send as PostgreSQL's real[] (an embedding), in binary, by RealArrayDumper."""
-
-    __slots__ = ("values",)
-
-    def __init__(self, values: list[float]):
-        self.values = values
-
-
-class RealArrayDumper(Dumper):
-    """real[] in PostgreSQL's binary array format, packed in a few C calls.
-
-    psycopg's own dumper for a list of floats visits each one in Python and sends float8[] for
-    the server to cast: ~45 µs a ticket on a worker thread; this takes ~5 µs.
-    """
-
-    format = Format.BINARY
-    oid = postgres.types["float4"].array_oid
-    _HEAD = struct.Struct(">5i")  # dimensions, has-nulls, element type, length, lower bound
-    _FLOAT4 = postgres.types["float4"].oid
-
-    def dump(self, obj: RealArray) -> bytes:
-        """The array: its head, then each element as its length (4) and its 4 bytes."""
-        count = len(obj.values)
-        floats = struct.pack(f">{count}f", *obj.values)
-        elements = bytearray(8 * count)
-        elements[3::8] = b"\x04" * count  # each length, big-endian 4
-        for byte in range(4):  # each float's 4 bytes after its length
-            elements[4 + byte :: 8] = floats[byte::4]
-        return self._HEAD.pack(1, 0, self._FLOAT4, count, 1) + elements
-
-
-# Only for RealArray, a type of ours: no other value is sent differently.
-psycopg.adapters.register_dumper(RealArray, RealArrayDumper)
 
 
 class _KeyTaken(Exception):
@@ -169,20 +129,19 @@ def _claim_key(conn: psycopg.Connection, new: NewTicket, ticket_id: int) -> None
 
 
 def _insert_ai_results(conn: psycopg.Connection, ticket: dict[str, Any], work: AiWork) -> Ticket:
-    # %b sends the embedding's 256 floats in binary (RealArray): as text, psycopg would format each one in Python.
     results = (
         conn.cursor(row_factory=dict_row)
         .execute(
             """INSERT INTO ticket_ai_results (ticket_id, category, priority, draft_reply, embedding,
                classify_model, classify_ms, draft_model, draft_ms, embed_model, embed_ms)
-           VALUES (%s, %s, %s, %s, %b, %s, %s, %s, %s, %s, %s)
+           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
            RETURNING category, priority, draft_reply""",
             (
                 ticket["id"],
                 work.category,
                 work.priority,
                 work.draft_reply,
-                RealArray(work.embedding),
+                work.embedding,
                 work.models["classify"],
                 work.elapsed_ms["classify"],
                 work.models["draft"],

@@ -162,14 +162,16 @@ async def warm_up(clients: list[httpx.AsyncClient], path: str) -> None:
     """
     first = await clients[0].get(path)
     if not first.is_success:
-        raise CommandError(f"GET {path} answered {describe_failure(first)}: check the path (and LAB_ROUTES=true)")
+        raise CommandError(
+            f"GET {path} answered {describe_failure(first)}: check the path (the app's /docs lists its routes)"
+        )
     await asyncio.gather(*(client.get(path) for client in clients[:WARM_UP_REQUESTS]))
 
 
 def run_on(loop: str) -> Callable:
     """`asyncio.run`, or `uvloop.run` for loop="uvloop": what runs a load generator."""
     if loop == "uvloop":
-        import uvloop  # the optional extra; lab.event_loop() has checked that it is installed
+        import uvloop  # the optional extra; stack.event_loop() has checked that it is installed
 
         return uvloop.run
     return asyncio.run

@@ -1,65 +1,76 @@
-"""Running Locust (locustfiles/tickets.py) headless in child processes and reading its own figures.
+"""Running Locust (locustfiles/tickets.py) headless in child processes and reading each ticket's time.
 
-Never import locust here: it monkey-patches the process with gevent. Its final JSON holds every
-ticket, those finished during --stop-timeout included (its --csv stats are written before them,
-so a blocking-mode run of 20 s has no percentile there): the percentiles are computed from that
-JSON with Locust's own rule.
+Never import locust here: it monkey-patches the process with gevent. Locust loads the lab's plugin
+toolkit/request_times.py beside the student's locustfile; every Locust process that sends requests
+writes each request's time to a CSV of its own, unrounded (Locust's report keeps two significant
+digits), the tickets finished during --stop-timeout included. The figures are computed from those
+files; Locust's final JSON and its report stay beside them, Locust's own view of the run.
 """
 
-import json
+import csv
 import resource
+import shutil
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from scripts.toolkit.cli import PROJECT_ROOT, CommandError
 from scripts.toolkit.processes import OWN_GROUP, free_port, stop_process
+from scripts.toolkit.quantiles import quantile
 
 LOCUSTFILE = "locustfiles/tickets.py"
-TICKETS = ("/v1/tickets", "POST")
+RECORDER = "scripts/toolkit/request_times.py"
+TICKETS = ("POST", "/v1/tickets")
 STOP_TIMEOUT_S = 65  # users finish the ticket in flight (Locust gives up on one after 60 s)
 
 
-def read_locust_figures(prefix: str, users: int) -> dict:
-    """Successes per second, p50 and p95 of POST /v1/tickets from what Locust writes at its end.
+def read_ticket_times(folder: Path) -> list[tuple[float, bool]]:
+    """(milliseconds, succeeded) of every POST /v1/tickets in the folder's CSVs, one per Locust process."""
+    files = sorted(folder.glob("*.csv"))
+    if not files:
+        raise OSError(f"no request times in {folder}")
+    times = []
+    for path in files:
+        with open(path, newline="") as file:
+            for row in csv.DictReader(file):
+                if (row["method"], row["name"]) == TICKETS:
+                    times.append((float(row["response_time_ms"]), row["ok"] == "1"))
+    return times
 
-    `prefix`.json is its final JSON.
 
-    Each user sends its next ticket as soon as the last one answers (a closed loop), so Little's law
-    holds exactly: tickets per second = users ÷ mean ticket time. Counting answers in a time window
-    instead would be off by the tickets cut in half at its two ends (a few percent in 40 s).
+def ticket_figures(times: list[tuple[float, bool]], users: int) -> dict:
+    """Successes per second, p50 and p95 of the tickets: each one answered counts, a failure too (as in Locust's).
+
+    A ticket's time is what its user waited, whatever the answer, so the percentiles and the mean
+    are over the same tickets. Each user sends its next ticket as soon as the last one answers (a
+    closed loop), so Little's law holds exactly: tickets per second = users ÷ mean ticket time.
+    Counting answers in a time window instead would be off by the tickets cut in half at its two
+    ends (a few percent in 40 s).
     """
-    with open(f"{prefix}.json") as file:
-        entry = next((e for e in json.load(file) if (e["name"], e["method"]) == TICKETS), None)
-    if entry is None or not entry["num_requests"]:
+    if not times:
         return {"requests": 0, "failures": 0, "tickets_per_s": 0.0, "p50_ms": None, "p95_ms": None}
-    successes = entry["num_requests"] - entry["num_failures"]
-    mean_s = entry["total_response_time"] / entry["num_requests"] / 1000
+    all_ms = [ms for ms, _ in times]
+    successes = sum(ok for _, ok in times)
+    mean_s = sum(all_ms) / len(all_ms) / 1000
     return {
-        "requests": entry["num_requests"],
-        "failures": entry["num_failures"],
-        "tickets_per_s": users / mean_s * successes / entry["num_requests"] if mean_s > 0 else 0.0,
-        "p50_ms": locust_percentile(entry["response_times"], 0.5),
-        "p95_ms": locust_percentile(entry["response_times"], 0.95),
+        "requests": len(times),
+        "failures": len(times) - successes,
+        "tickets_per_s": users / mean_s * successes / len(times) if mean_s > 0 else 0.0,
+        "p50_ms": quantile(all_ms, 0.5),
+        "p95_ms": quantile(all_ms, 0.95),
     }
 
 
-def locust_percentile(response_times: dict, fraction: float) -> float | None:
-    """Locust's own percentile over its rounded response times, so the figures equal its report's."""
-    total = sum(response_times.values())
-    if not total:
-        return None
-    processed = 0
-    for ms in sorted(response_times, key=float, reverse=True):
-        processed += response_times[ms]
-        if total - processed <= int(total * fraction):
-            return float(ms)
-    return None
-
-
 def run_locust(url: str, users: int, duration_s: int, workers: int, prefix: str) -> dict:
-    """Locust headless as child processes (a master and `workers` workers if > 0); returns its figures."""
-    base = [sys.executable, "-m", "locust", "-f", LOCUSTFILE]
+    """Locust headless as child processes (a master and `workers` workers if > 0); returns its figures.
+
+    Each ticket's time goes to `prefix`-times/, Locust's JSON to `prefix`.json, its log to `prefix`.log.
+    """
+    times = Path(f"{prefix}-times").resolve()  # Locust runs in the project's folder
+    shutil.rmtree(times, ignore_errors=True)
+    times.mkdir(parents=True)
+    base = [sys.executable, "-m", "locust", "-f", f"{LOCUSTFILE},{RECORDER}"]
     # --json prints the final figures on stdout; the log keeps Locust's own report, failures by name included.
     master = [
         *base,
@@ -76,6 +87,8 @@ def run_locust(url: str, users: int, duration_s: int, workers: int, prefix: str)
         str(STOP_TIMEOUT_S),
         "--json",
         "--only-summary",
+        "--times-folder",
+        str(times),
     ]
     commands = [master]
     if workers:
@@ -108,8 +121,9 @@ def run_locust(url: str, users: int, duration_s: int, workers: int, prefix: str)
                 for argv in commands
             ]
         code = processes[0].wait(duration_s + STOP_TIMEOUT_S + 60)
+        # a master quits at once; its workers still finish the tickets in flight
         for worker in processes[1:]:
-            worker.wait(30)
+            worker.wait(STOP_TIMEOUT_S + 30)
     except subprocess.TimeoutExpired:
         raise CommandError(f"Locust did not stop in time; see {prefix}.log") from None
     finally:
@@ -117,9 +131,9 @@ def run_locust(url: str, users: int, duration_s: int, workers: int, prefix: str)
             stop_process(process, STOP_TIMEOUT_S)
     wall_s, cpu_after = time.monotonic() - started, resource.getrusage(resource.RUSAGE_CHILDREN)
     try:
-        figures = read_locust_figures(prefix, users)
-    except (ValueError, OSError):
-        raise CommandError(f"Locust gave no figures (exit code {code}); see {prefix}.log") from None
+        figures = ticket_figures(read_ticket_times(times), users)
+    except (ValueError, KeyError, OSError):
+        raise CommandError(f"Locust recorded no ticket times (exit code {code}); see {prefix}.log") from None
     cpu_s = (cpu_after.ru_utime + cpu_after.ru_stime) - (cpu_before.ru_utime + cpu_before.ru_stime)
     # With workers, this is the mean over Locust's processes; the workers do almost all of the work.
     return {**figures, "locust_log": f"{prefix}.log", "locust_cpu_share": cpu_s / wall_s / len(processes)}

@@ -15,6 +15,11 @@ from pathlib import Path
 from scripts.toolkit.cli import PROJECT_ROOT, CommandError
 from scripts.toolkit.health import is_healthy
 
+try:
+    import resource
+except ImportError:  # Windows: no open-files limit to raise
+    resource = None  # type: ignore[assignment]  # None stands for the missing module
+
 # Popen options that give a process a group of its own: stopping it stops its children (uvicorn
 # workers), and the terminal's Ctrl+C reaches only us, so we stop it in order.
 OWN_GROUP = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if os.name == "nt" else {"start_new_session": True}
@@ -38,6 +43,22 @@ def check_port_free(port: int) -> None:
             raise CommandError(
                 f"port {port} is in use on 127.0.0.1: stop what runs there or choose another port"
             ) from None
+
+
+def raise_open_files_limit(needed: int) -> str | None:
+    """Raise this process's soft limit of open files to `needed` (up to the hard limit), for it and the processes
+    it starts from now on; what falls short, in words, or None."""
+    if resource is None:
+        return None
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= needed:
+        return None
+    target = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    except (ValueError, OSError):
+        target = soft
+    return None if target >= needed else f"the open-files limit is {target:,}, under the {needed:,} needed (ulimit -n)"
 
 
 class Service:

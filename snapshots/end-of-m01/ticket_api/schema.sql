@@ -34,10 +34,6 @@ CREATE TABLE IF NOT EXISTS ticket_ai_results (
     created_at      timestamptz NOT NULL DEFAULT now()
 );
 
--- No query looks inside an embedding, so ANALYZE gathers no statistics on it: that halves the CPU
--- of each (auto)analyze of this table, 0.40 -> 0.22 s at 158,000 tickets (ticket_api/README.md, Performance).
-ALTER TABLE ticket_ai_results ALTER COLUMN embedding SET STATISTICS 0;
-
 -- A ticket and its AI results are saved together or not at all: checked when the transaction commits.
 CREATE OR REPLACE FUNCTION ticket_has_ai_results() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN

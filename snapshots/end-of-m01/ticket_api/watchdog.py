@@ -16,9 +16,7 @@ from pathlib import Path
 
 log = logging.getLogger("ticket_api.watchdog")
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-# The reading's interval (one-blocking-call). Each beat wakes the loop and the thread: at 20 ms they cost
-# an idle API 1.6-1.7% of a core, at 50 ms 0.7-0.9% (ticket_api/README.md, Performance).
-HEARTBEAT_S = 0.05
+HEARTBEAT_S = 0.05  # the reading's interval (one-blocking-call); each beat wakes the loop and the watching thread
 
 
 def event_loop_name() -> str:
@@ -93,6 +91,8 @@ class LoopWatchdog:
                 log.warning("event loop blocked for %.0f ms so far, at %s", stalled * 1000, self._blocking_line())
 
     def _blocking_line(self) -> str:
+        # sys._current_frames() is documented in CPython's `sys` module ("for internal and specialized purposes"):
+        # each thread's current frame, so the loop thread's stack while it is blocked. The reading's own technique.
         frame = sys._current_frames().get(self._loop_thread_id)
         frames = []
         while frame is not None:

@@ -2,19 +2,142 @@
 
 /health does no work, so it should answer in milliseconds. If it needs seconds, something holds
 the API's event loop: a waiting call without `await` (INTAKE_MODE=blocking).
+
+The tickets go in groups: a group's tickets arrive together (headers first, bodies at once), and
+the next group goes once the whole group has answered. Every time is in seconds from the start.
 """
 
 import argparse
 import asyncio
+import contextlib
 import json
+import random
+import statistics
 import sys
+import time
 
-from scripts.toolkit.charts import draw_timeline, load_pyplot
+import httpx
+
+from scripts.toolkit.answers import error_code, provider_calls, server_timing
 from scripts.toolkit.cli import positive_float, positive_int, progress, run
-from scripts.toolkit.stalls import measure_stall
+from scripts.toolkit.dataset import random_ticket
+from scripts.toolkit.health import check_api, probe_health, times_ms
 from ticket_api.config import load_settings
 
 DEFAULT_URL = "http://127.0.0.1:8000"
+TIMEOUT_S = 120  # a ticket of a stalled server may wait for many others; it must not time out first
+
+
+async def measure_stall(
+    url: str, tickets: int = 8, concurrency: int = 4, interval_s: float = 0.1, seed: int | None = None
+) -> dict:
+    """Send the tickets, `concurrency` at a time, and probe /health meanwhile; every time is from the start."""
+    rng = random.Random(seed)
+    waiting = [(number, random_ticket(rng)) for number in range(1, tickets + 1)]
+    async with (
+        httpx.AsyncClient(base_url=url, timeout=TIMEOUT_S) as client,
+        httpx.AsyncClient(base_url=url, timeout=TIMEOUT_S) as probe_client,
+    ):
+        await check_api(probe_client)
+        # Open one connection per ticket in flight before the clock starts: the figures are the
+        # server's, and the first tickets reach it together instead of one connection set-up apart.
+        await asyncio.gather(*(client.get("/health") for _ in range(concurrency)))
+        since, done = time.perf_counter(), asyncio.Event()
+        prober = asyncio.create_task(probe_health(probe_client, interval_s, done, since))
+        sent = []
+        while waiting:  # `concurrency` tickets together; the next ones once all of these have answered
+            group, waiting = waiting[:concurrency], waiting[concurrency:]
+            together = asyncio.Barrier(len(group))
+            sent += await asyncio.gather(
+                *(send_ticket(client, number, ticket, since, together) for number, ticket in group)
+            )
+        total_s = time.perf_counter() - since
+        done.set()
+        probes = await prober
+    return summarize(url, tickets, concurrency, interval_s, seed, total_s, sent, probes)
+
+
+async def send_ticket(
+    client: httpx.AsyncClient, number: int, ticket: dict, since: float, together: asyncio.Barrier
+) -> dict:
+    """Send one ticket, its body at the same moment as the others of its group; its times (s) and outcome."""
+    body = json.dumps(ticket).encode()
+
+    async def body_with_the_others():
+        # This client needs about a millisecond to send a request, the API about as long to start on
+        # one: sent one by one, a group's last tickets could arrive after its first had begun. So all
+        # headers go first and the bodies together, as the tickets of four users would arrive.
+        with contextlib.suppress(asyncio.BrokenBarrierError):
+            await together.wait()
+        yield body
+
+    start_s = time.perf_counter() - since
+    try:
+        response = await client.post(
+            "/v1/tickets",
+            content=body_with_the_others(),
+            headers={"Content-Type": "application/json", "Content-Length": str(len(body))},
+        )
+        end_s = time.perf_counter() - since
+        status, error, timing = response.status_code, error_code(response), server_timing(response)
+        calls = provider_calls_on_our_clock(response, end_s)
+    except httpx.HTTPError as exc:
+        await together.abort()  # the others send their bodies without waiting for this one
+        end_s = time.perf_counter() - since
+        status, error, timing, calls = None, type(exc).__name__, {}, []
+    return {
+        "ticket": number,
+        "customer_id": ticket["customer_id"],
+        "start_s": start_s,
+        "end_s": end_s,
+        "status": status,
+        "error": error,
+        "ai_ms": timing.get("ai"),
+        "provider_calls": calls,
+    }
+
+
+def provider_calls_on_our_clock(response: httpx.Response, end_s: float) -> list[list[float]]:
+    """The API's provider calls for this answer (X-Provider-Calls) as [start, end] seconds on our clock.
+
+    The API counts from when it started on the request. Its answer left as its Server-Timing
+    `total` ended, a moment before we had it at `end_s`: so it started `total` before `end_s`.
+    (Not at our start: a blocked event loop reads a request late.)
+    """
+    total_ms = server_timing(response).get("total")
+    if total_ms is None:
+        return []
+    started_s = end_s - total_ms / 1000
+    return [[started_s + start_ms / 1000, started_s + end_ms / 1000] for start_ms, end_ms in provider_calls(response)]
+
+
+def summarize(
+    url: str,
+    tickets: int,
+    concurrency: int,
+    interval_s: float,
+    seed: int | None,
+    total_s: float,
+    sent: list[dict],
+    probes: list[dict],
+) -> dict:
+    """Every figure of one run, as printed by --json."""
+    health_ms = times_ms(probes)
+    return {
+        "url": url,
+        "tickets": tickets,
+        "concurrency": concurrency,
+        "interval_s": interval_s,
+        "seed": seed,
+        "total_s": total_s,
+        "statuses": sorted({t["status"] for t in sent if t["status"] is not None}),
+        "errors": sorted({t["error"] for t in sent if t["error"]}),
+        "health_answers": len(health_ms),
+        "health_median_ms": statistics.median(health_ms) if health_ms else None,
+        "health_slowest_ms": max(health_ms) if health_ms else None,
+        "ticket_runs": sorted(sent, key=lambda t: t["ticket"]),
+        "probes": probes,
+    }
 
 
 def report(result: dict) -> str:
@@ -61,19 +184,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--seed", type=int, help="seed for the customers and texts (default: random)")
     parser.add_argument("--json", action="store_true", help="print every figure as one JSON object")
-    parser.add_argument("--timeline", metavar="FILE", help="draw the run to FILE (.svg or .png; needs matplotlib)")
     args = parser.parse_args(argv)
-    if args.timeline and not args.timeline.endswith((".svg", ".png")):
-        parser.error("--timeline: the file name must end with .svg or .png")
-    if args.timeline:
-        load_pyplot()  # before the run, not after 20 seconds of it
 
     progress(f"sending {args.tickets} tickets to {args.url}, {args.concurrency} at a time ...")
     result = asyncio.run(measure_stall(args.url, args.tickets, args.concurrency, args.interval, args.seed))
     print(json.dumps(result) if args.json else report(result))
-    if args.timeline:
-        draw_timeline(result, args.timeline)
-        progress(f"timeline: {args.timeline}")
     if "ai_busy" in result["errors"]:
         print(quota_advice(), file=sys.stderr)
     return 0 if all(ticket["status"] == 201 for ticket in result["ticket_runs"]) else 1

@@ -15,6 +15,9 @@ import uvicorn
 BACKLOG = 2048
 CALLS_GRACE_S = 2.0  # at a stop, calls in flight get this long to finish before they are answered 503
 GRACEFUL_SHUTDOWN_S = 3  # a task still running this long after the stop is cancelled
+# An idle connection is kept longer than clients keep theirs (httpx and aiohttp: 5 s), so that the client, not
+# the server, closes it: a request sent just as the server closes an idle connection would be lost.
+KEEP_ALIVE_S = 30
 GC_THRESHOLD = 10_000  # new objects (net) between two young garbage-collector passes; Python's is 700
 
 
@@ -59,6 +62,7 @@ def run(app, sock: socket.socket, log_level: str, access_log: bool) -> None:
         proxy_headers=True,
         forwarded_allow_ips="127.0.0.1,::1",
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
+        timeout_keep_alive=KEEP_ALIVE_S,
         backlog=BACKLOG,
     )
     if access_log:

@@ -8,6 +8,8 @@ from contextlib import contextmanager
 
 import uvicorn
 
+from scripts.toolkit.lab import KEEP_ALIVE_S, LIMIT_CONCURRENCY
+
 
 @contextmanager
 def serve(app) -> Iterator[str]:
@@ -17,7 +19,16 @@ def serve(app) -> Iterator[str]:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.bind(("127.0.0.1", 0))
     # asyncio's own loop, as the course measured: uvicorn's default would take uvloop when it is installed.
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on", loop="asyncio"))
+    # The same bounds as the lab's runners give the API (scripts/toolkit/lab.py).
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        lifespan="on",
+        loop="asyncio",
+        limit_concurrency=LIMIT_CONCURRENCY,
+        timeout_keep_alive=KEEP_ALIVE_S,
+    )
+    server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     try:

@@ -1,9 +1,11 @@
 """The API with the real simulator over real HTTP (sped up 100 times)."""
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
 from scripts.toolkit import lab, processes
+from tests.servers import serve
 from ticket_api.main import create_app
 
 NEW = {"subject": "Refund for order 4411", "body": "I returned the shoes two weeks ago."}
@@ -17,8 +19,8 @@ def simulator():
 
 
 def test_a_ticket_through_the_simulator(make_settings, simulator, customer_id):
-    with TestClient(create_app(make_settings(provider_url=f"{simulator.url}/v1"))) as client:
-        response = client.post("/v1/tickets", json={"customer_id": customer_id, **NEW})
+    with serve(create_app(make_settings(provider_url=f"{simulator.url}/v1"))) as url:  # a real server, real HTTP
+        response = httpx.post(f"{url}/v1/tickets", json={"customer_id": customer_id, **NEW}, timeout=30)
     assert response.status_code == 201
     ticket = response.json()
     assert NEW["subject"] in ticket["draft_reply"]

@@ -1,6 +1,5 @@
 """Connections to PostgreSQL: from a psycopg pool, or a fresh one for every use (DB_POOL=false)."""
 
-import selectors
 import threading
 import time
 from collections.abc import Iterator
@@ -26,18 +25,17 @@ PROBE_EVERY_S = 1.0
 # minute or more after the server is back, with every ticket meanwhile a 503 db_busy. Given up
 # sooner, a lost connection is replaced when a request needs one, by a new one tried at once.
 RECONNECT_TIMEOUT_S = 5.0
-# poll() where there is one: one system call per check, where epoll (the default) takes four; never
-# select.select(), which fails on descriptors past 1023.
-IDLE_CHECK_SELECTOR = getattr(selectors, "PollSelector", selectors.DefaultSelector)
 
 
 class CountingCursor(psycopg.Cursor):
     """A cursor that counts, for the request log's `queries=N`, each statement it sends and the BEGIN before it."""
 
     def execute(self, query, params=None, **kwargs):
-        if not self.connection.autocommit and self.connection.pgconn.transaction_status == TransactionStatus.IDLE:
-            count_query()  # psycopg opens the transaction first: BEGIN is a statement of its own
-        count_query()
+        """psycopg's execute(), counted; not the pool's own check of a connection, an empty query."""
+        if query != "":
+            if not self.connection.autocommit and self.connection.info.transaction_status == TransactionStatus.IDLE:
+                count_query()  # psycopg opens the transaction first: BEGIN is a statement of its own
+            count_query()
         return super().execute(query, params, **kwargs)
 
 
@@ -46,38 +44,24 @@ class CountingConnection(psycopg.Connection):
 
     @classmethod
     def connect(cls, conninfo: str = "", **kwargs):
-        """psycopg's connect() with counting cursors, each statement prepared on its first use."""
-        # A prepared statement is parsed and planned once per connection, not at every ticket: it
-        # cut PostgreSQL's CPU per ticket by about a fifth (ticket_api/README.md, Performance).
-        return super().connect(conninfo, cursor_factory=CountingCursor, prepare_threshold=0, **kwargs)
+        """psycopg's connect(), with counting cursors and no prepared statements.
+
+        psycopg prepares a statement after its fifth use, and after a ROLLBACK it then sends DEALLOCATE ALL,
+        a statement no request made: without prepared statements, `queries=N` is exactly what the server got.
+        """
+        return super().connect(conninfo, cursor_factory=CountingCursor, prepare_threshold=None, **kwargs)
 
     def commit(self) -> None:
         """Commit, counted if there is a transaction to commit (psycopg sends nothing otherwise)."""
-        if self.pgconn.transaction_status != TransactionStatus.IDLE:
+        if self.info.transaction_status != TransactionStatus.IDLE:
             count_query()
         super().commit()
 
     def rollback(self) -> None:
         """Roll back, counted if there is a transaction to roll back (psycopg sends nothing otherwise)."""
-        if self.pgconn.transaction_status != TransactionStatus.IDLE:
+        if self.info.transaction_status != TransactionStatus.IDLE:
             count_query()
-            if self._prepared._names:
-                # psycopg then forgets the statements it prepared, and tells the server: DEALLOCATE ALL.
-                count_query()
         super().rollback()
-
-
-def check_connection(conn: psycopg.Connection) -> None:
-    """The pool's check of a connection it lends, sending nothing: one the server spoke to while idle is closed."""
-    # An idle connection receives nothing unless the server is closing it (a restart, a terminated
-    # backend, idle_session_timeout), so a readable socket means it is gone; the pool replaces it.
-    # psycopg's own check would send an empty query, which PostgreSQL logs as a statement.
-    with IDLE_CHECK_SELECTOR() as selector:
-        selector.register(conn.fileno(), selectors.EVENT_READ)
-        spoke = selector.select(timeout=0)
-    if spoke:
-        conn.close()
-        raise psycopg.OperationalError("the server closed the connection while it was idle in the pool")
 
 
 def resolve_dsn(settings: Settings) -> str:
@@ -136,7 +120,9 @@ class Database:
                 timeout=settings.db_pool_timeout_s,
                 connection_class=CountingConnection,
                 kwargs={"connect_timeout": CONNECT_TIMEOUT_S},
-                check=check_connection,
+                # Before it lends a connection, the pool checks it with an empty query: one the server closed
+                # while it sat idle (a restart, a terminated backend) is replaced, not handed to a request.
+                check=ConnectionPool.check_connection,
                 reconnect_timeout=RECONNECT_TIMEOUT_S,
                 name="ticket_api",
                 open=False,

@@ -110,7 +110,7 @@ _HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "body_too_large
 
 async def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
     if exc.status_code == 400 and isinstance(exc.__cause__, ClientDisconnect):
-        # The client left, or HTTP_BODY_TIMEOUT_S cut it off, before its body arrived: nobody reads this
+        # The client left before its body arrived: nobody reads this
         # answer (nginx's 499), but the request log and the metrics say what happened.
         request.state.error_code = "client_disconnected"
         detail = "the client closed the connection before its body arrived"

@@ -5,11 +5,9 @@ from contextlib import asynccontextmanager
 
 from anyio import to_thread
 from fastapi import FastAPI, Request, Response
-from fastapi.telemetry import TelemetryConfig
 
-from ticket_api import intake, lab, reading
+from ticket_api import intake, reading
 from ticket_api.config import Settings, load_settings
-from ticket_api.connections import limit_server
 from ticket_api.database import Database, release_dsn, resolve_dsn
 from ticket_api.errors import install_error_handlers
 from ticket_api.metrics import Metrics
@@ -19,8 +17,7 @@ from ticket_api.requestlog import RequestLog, configure_logging
 from ticket_api.watchdog import LoopWatchdog, announce_event_loop
 
 MAX_BODY_BYTES = 64 * 1024  # a ticket is at most ~5 KB of JSON; larger bodies get 413
-GC_YOUNG_THRESHOLD = 10_000  # new objects per young garbage-collector pass (README "Performance")
-NO_TELEMETRY: TelemetryConfig = {"tracing": False, "metrics": False, "logs": False}
+GC_YOUNG_THRESHOLD = 10_000  # new objects per young garbage-collector pass (Python's default: 700)
 
 
 def create_app(settings: Settings | None = None, provider=None) -> FastAPI:
@@ -32,7 +29,6 @@ def create_app(settings: Settings | None = None, provider=None) -> FastAPI:
         app.state.settings = settings or load_settings()
         configure_logging(app.state.settings.log_level)
         announce_event_loop()
-        limit_server(app.state.settings)
         to_thread.current_default_thread_limiter().total_tokens = app.state.settings.thread_limit
         dsn = await to_thread.run_sync(resolve_dsn, app.state.settings)
         app.state.db = Database(dsn, app.state.settings)
@@ -43,12 +39,9 @@ def create_app(settings: Settings | None = None, provider=None) -> FastAPI:
             if provider is None:
                 await warn_if_unreachable(app.state.settings.provider_url)
             watchdog.start()
-            # What exists now lives as long as the app: out of the garbage collector's full passes,
-            # which would otherwise walk all of it again and again while hundreds of tickets wait.
+            # Each garbage-collector pass stops the event loop while it walks what the waiting tickets hold:
+            # what exists now lives as long as the app (frozen, out of every pass), and passes come less often.
             gc.freeze()
-            # A young pass walks every object that the waiting tickets keep alive, with the loop standing
-            # still; at Python's default of one pass per 700 new objects, hundreds of waiting tickets make
-            # that many passes a second. The API makes few reference cycles: a pass per 10,000 is enough.
             gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
             yield
         finally:
@@ -58,9 +51,7 @@ def create_app(settings: Settings | None = None, provider=None) -> FastAPI:
             await to_thread.run_sync(app.state.db.close)
             await to_thread.run_sync(release_dsn, app.state.settings)
 
-    # No OpenTelemetry here: FastAPI would otherwise ask OpenTelemetry for its providers on every
-    # request (3% of the event loop's time at 512 users, README "Performance").
-    app = FastAPI(title="Ticket API", lifespan=lifespan, telemetry=NO_TELEMETRY)
+    app = FastAPI(title="Ticket API", lifespan=lifespan)
     app.state.metrics = metrics
     metrics.watch(app.state)
     install_error_handlers(app)
@@ -69,9 +60,6 @@ def create_app(settings: Settings | None = None, provider=None) -> FastAPI:
     app.add_middleware(OneLineStartupErrors)
     app.include_router(intake.router)
     app.include_router(reading.router)
-    app.include_router(lab.router, prefix="/lab")
-    # FastAPI's documented way to change the schema; mypy reads it as replacing a method.
-    app.openapi = lambda: lab.openapi_schema(app)  # type: ignore[method-assign]
 
     @app.get("/health")
     async def health() -> dict:

@@ -1,4 +1,4 @@
-"""Fixtures of the experiment tests: a fake AI provider in a thread, and a real API process to measure."""
+"""Fixtures of the experiment tests: a fake AI provider in a thread, the experiment app, and a real process of it."""
 
 import asyncio
 import os
@@ -9,7 +9,11 @@ from types import SimpleNamespace
 
 import pytest
 from fastapi import FastAPI, Response
+from fastapi.testclient import TestClient
 
+from scripts.experiments.app import create_app
+from scripts.experiments.runner import experiment_app
+from scripts.experiments.settings import ExperimentSettings
 from scripts.toolkit import cli, lab
 from tests.servers import serve
 
@@ -32,16 +36,6 @@ def fake_provider_app(delay_s: float) -> FastAPI:
     return app
 
 
-@pytest.fixture
-def make_settings(make_settings):
-    """The student suite's settings, with the /lab routes on (LAB_ROUTES is off by default)."""
-
-    def make(**overrides: object):
-        return make_settings(**{"lab_routes": True, **overrides})
-
-    return make
-
-
 @pytest.fixture(scope="session")
 def upstream() -> Iterator[SimpleNamespace]:
     """The fake provider on a real server in a thread: `url` (…/v1) and `delay_s`."""
@@ -49,12 +43,18 @@ def upstream() -> Iterator[SimpleNamespace]:
         yield SimpleNamespace(url=f"{url}/v1", delay_s=UPSTREAM_DELAY_S)
 
 
+@pytest.fixture
+def client() -> Iterator[TestClient]:
+    """The experiment app in this process (lifespan included), with its default settings."""
+    with TestClient(create_app(ExperimentSettings())) as test_client:
+        yield test_client
+
+
 @pytest.fixture(scope="session")
-def lab_api(database_url: str, upstream: SimpleNamespace) -> Iterator[str]:
-    """The API in a process of its own (THREAD_LIMIT=4) on the test database; yields its URL."""
-    env = {"DATABASE_URL": database_url, "THREAD_LIMIT": "4", "LAB_ROUTES": "true"}
-    with lab.api(upstream.url, env=env) as api:
-        yield api.url
+def running_app(upstream: SimpleNamespace) -> Iterator[str]:
+    """The experiment app in a process of its own (THREAD_LIMIT=4), in front of the fake provider; yields its URL."""
+    with lab.started(experiment_app(ExperimentSettings(upstream.url, thread_limit=4))) as app:
+        yield app.url
 
 
 @pytest.fixture

@@ -44,10 +44,10 @@ def test_a_saturated_level_has_no_figure_and_no_say_in_the_knee():
     assert line.split()[:2] == ["24", "-"] and "saturated" in line
 
 
-def test_a_def_route_stops_scaling_at_the_thread_limit(run_command, lab_api):
-    # lab_api runs with THREAD_LIMIT=4: at most 4 sleeps of 50 ms at once, so at most 80 req/s.
+def test_a_def_route_stops_scaling_at_the_thread_limit(run_command):
+    # The app it starts has 4 threads: at most 4 sleeps of 50 ms at once, so at most 80 req/s.
     result = run_command(
-        "sweep", "/lab/sleep/def?ms=50", "--concurrency", "2,4,8", "--duration", "1", "--url", lab_api, "--json"
+        "sweep", "/sleep/def?ms=50", "--concurrency", "2,4,8", "--duration", "1", "--thread-limit", "4", "--json"
     )
     assert result.returncode == 0, result.stderr
     figures = json.loads(result.stdout)

@@ -3,9 +3,10 @@
 import asyncio
 import json
 
+from scripts.experiments.app import create_app
+from scripts.experiments.settings import ExperimentSettings
 from scripts.thread_cliff import find_cliff, measure_cliff
 from tests.servers import serve
-from ticket_api.main import create_app
 
 HOLD_MS = 400
 
@@ -20,7 +21,7 @@ def test_the_cliff_is_the_first_level_where_the_trivial_route_waited():
     assert find_cliff(rows[:1], hold_ms=1000) is None
 
 
-def test_the_command_starts_its_own_api_and_finds_the_cliff_at_the_thread_limit(run_command, database_url):
+def test_the_command_starts_its_own_app_and_finds_the_cliff_at_the_thread_limit(run_command):
     result = run_command(
         "thread_cliff",
         "--thread-limit",
@@ -32,7 +33,6 @@ def test_the_command_starts_its_own_api_and_finds_the_cliff_at_the_thread_limit(
         "--samples",
         "3",
         "--json",
-        env={"DATABASE_URL": database_url},
     )
     assert result.returncode == 0, result.stderr
     figures = json.loads(result.stdout)
@@ -43,8 +43,8 @@ def test_the_command_starts_its_own_api_and_finds_the_cliff_at_the_thread_limit(
     assert max(below["health_p50_ms"], above["health_p50_ms"]) < HOLD_MS / 4
 
 
-def test_more_threads_than_slow_requests_means_no_cliff(make_settings, fake_provider):
-    with serve(create_app(make_settings(thread_limit=16), fake_provider)) as url:
+def test_more_threads_than_slow_requests_means_no_cliff():
+    with serve(create_app(ExperimentSettings(thread_limit=16))) as url:
         rows = asyncio.run(measure_cliff(url, [8], hold_ms=HOLD_MS, samples=3))
     assert find_cliff(rows, HOLD_MS) is None
     assert rows[0]["slow_errors"] == 0

@@ -31,7 +31,7 @@ def start_api(database_url: str, tmp_path) -> Iterator:
     started: list[processes.Service] = []
 
     def start(provider_url: str, **env: str) -> processes.Service:
-        settings = {"DATABASE_URL": database_url, "LAB_ROUTES": "false", **env}
+        settings = {"DATABASE_URL": database_url, **env}
         service = lab.api(provider_url, env=settings, log_dir=tmp_path / f"api-{len(started)}")
         started.append(service)
         return service.start()

@@ -36,7 +36,6 @@ def own_settings(own_database: SimpleNamespace, **overrides: object):
         "db_pool_min_size": 1,
         "db_pool_timeout_s": 1,
         "log_level": "WARNING",
-        "lab_routes": False,
         **overrides,
     }
     return load_settings(_env_file=None, **values)
@@ -115,7 +114,7 @@ def test_a_database_lost_during_the_ai_work_leaves_no_partial_ticket(own_databas
 
 @pytest.mark.parametrize("mode", MODES)
 def test_a_provider_that_is_down_is_502_within_the_connect_timeout(make_settings, customer_id, db_conn, mode):
-    settings = make_settings(intake_mode=mode, provider_url=f"http://127.0.0.1:{free_port()}/v1", lab_routes=False)
+    settings = make_settings(intake_mode=mode, provider_url=f"http://127.0.0.1:{free_port()}/v1")
     tickets = [marked_ticket(customer_id) for _ in range(3)]
     with serve(create_app(settings)) as url:  # the real Provider, with its real HTTP clients
         started = time.perf_counter()
@@ -137,9 +136,7 @@ def hanging_simulator(start_simulator):
 def test_a_hanging_provider_is_504_after_the_timeout_and_frees_everything(
     make_settings, hanging_simulator, customer_id, db_conn, mode
 ):
-    settings = make_settings(
-        intake_mode=mode, provider_url=f"{hanging_simulator.url}/v1", provider_timeout_s=0.5, lab_routes=False
-    )
+    settings = make_settings(intake_mode=mode, provider_url=f"{hanging_simulator.url}/v1", provider_timeout_s=0.5)
     tickets = [marked_ticket(customer_id) for _ in range(3)]
     with serve(create_app(settings)) as url:
         started = time.perf_counter()

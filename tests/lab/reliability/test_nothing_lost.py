@@ -46,7 +46,6 @@ def test_every_answer_under_faults_has_the_rows_its_status_promises(
         provider_url=f"{faulty_simulator.url}/v1",
         provider_timeout_s=0.5,
         provider_api_key=f"sk-test-{mode}",
-        lab_routes=False,
     )  # a key, so a quota, per mode
     tickets = [marked_ticket(customer_id, f"n{number}") for number in range(16)]
     with serve(create_app(settings)) as url:

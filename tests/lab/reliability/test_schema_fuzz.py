@@ -46,9 +46,7 @@ CASES = [(label, GenerationMode.POSITIVE) for label in OPERATIONS] + [
 @pytest.fixture(scope="module")
 def served(database_url: str) -> str:
     """The API with an instant fake provider on a real server in a thread; its URL."""
-    settings = load_settings(
-        _env_file=None, database_url=database_url, db_pool_min_size=1, log_level="WARNING", lab_routes=False
-    )
+    settings = load_settings(_env_file=None, database_url=database_url, db_pool_min_size=1, log_level="WARNING")
     with serve(create_app(settings, FakeProvider(0.0))) as url:
         yield url
 

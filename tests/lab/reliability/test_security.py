@@ -266,7 +266,7 @@ def test_the_simulators_admin_answers_only_loopback_or_the_token(method, path, b
 @pytest.mark.parametrize("mode", MODES)
 def test_an_unexpected_error_is_500_without_the_exception_text(make_settings, customer_id, mode):
     provider = FakeProvider(0.01, error=RuntimeError("boom at /srv/secret/path.py, password=hunter2"))
-    with serve(create_app(make_settings(intake_mode=mode, lab_routes=False), provider)) as url:
+    with serve(create_app(make_settings(intake_mode=mode), provider)) as url:
         answer = httpx.post(f"{url}/v1/tickets", json=marked_ticket(customer_id), timeout=30)
         assert answer.status_code == 500
         assert answer.json() == {
@@ -280,9 +280,7 @@ def test_an_unexpected_error_is_500_without_the_exception_text(make_settings, cu
 @pytest.fixture(scope="module")
 def logged_api(database_url: str):
     """The API on a real server in a thread, logging its request lines (INFO)."""
-    settings = load_settings(
-        _env_file=None, database_url=database_url, db_pool_min_size=1, log_level="INFO", lab_routes=False
-    )
+    settings = load_settings(_env_file=None, database_url=database_url, db_pool_min_size=1, log_level="INFO")
     with serve(create_app(settings, FakeProvider(0.0))) as url:
         yield url
 

@@ -10,50 +10,47 @@ import pytest
 
 from scripts.capacity import render, summarize
 from scripts.toolkit.charts import draw_capacity
-from scripts.toolkit.locust import locust_percentile, read_locust_figures, run_locust
+from scripts.toolkit.locust import read_ticket_times, run_locust, ticket_figures
+from scripts.toolkit.quantiles import quantile
 from tests.fakes import FakeProvider
 from tests.lab.tools.commands import HELD_FIELDS, listening, run_module
 from ticket_api.errors import ProviderBusy
 
 
-def test_percentiles_are_locusts_own_over_its_rounded_times():
-    times = {"96": 1, "2200": 6, "2300": 2, "18000": 1}
-    assert locust_percentile(times, 0.5) == 2200.0
-    assert locust_percentile(times, 0.95) == 18000.0
-    assert locust_percentile({"100": 50, "200": 50}, 0.5) == 200.0  # Locust rounds its median up
-    assert locust_percentile({}, 0.5) is None
+def write_times(path: Path, rows: list[tuple]) -> None:
+    """A CSV as scripts/toolkit/request_times.py writes it in one Locust process."""
+    lines = ["method,name,response_time_ms,ok", *(",".join(map(str, row)) for row in rows)]
+    path.write_text("\n".join(lines) + "\n")
 
 
-def test_tickets_per_second_is_users_over_the_mean_ticket_time_for_the_successes(tmp_path):
-    entries = [
-        {
-            "name": "/v1/tickets",
-            "method": "POST",
-            "num_requests": 140,
-            "num_failures": 4,
-            "total_response_time": 140 * 2250.0,
-            "response_times": {"2200": 100, "2400": 40},
-        },
-        {
-            "name": "/v1/tickets?customer_id=[id]",
-            "method": "GET",
-            "num_requests": 500,
-            "num_failures": 0,
-            "total_response_time": 2500.0,
-            "response_times": {"5": 500},
-        },
-    ]
-    (tmp_path / "run.json").write_text(json.dumps(entries))
-    figures = read_locust_figures(str(tmp_path / "run"), users=8)
+def test_figures_are_exact_over_every_process_and_count_failures_as_locust_does(tmp_path):
+    # two workers' files; Locust would report the p50 as 2,200 and the p95 as 3,000 (two significant digits)
+    write_times(tmp_path / "101.csv", [("POST", "/v1/tickets", 2237.31, 1), ("POST", "/v1/tickets", 96.2, 0)])
+    write_times(
+        tmp_path / "102.csv",
+        [
+            ("POST", "/v1/tickets", 2241.7, 1),
+            ("POST", "/v1/tickets", 3030.24, 1),
+            ("GET", "/v1/tickets?customer_id=[id]", 4.1, 1),
+            ("POST", "/v1/tickets", 2190.05, 1),
+        ],
+    )
+    (tmp_path / "103.csv").write_text("method,name,response_time_ms,ok\n")  # a worker that got no user
+    times = read_ticket_times(tmp_path)
+    tickets_ms = [2237.31, 96.2, 2241.7, 3030.24, 2190.05]
+    assert sorted(ms for ms, _ in times) == sorted(tickets_ms)
+    figures = ticket_figures(times, users=8)
     assert figures == {
-        "requests": 140,
-        "failures": 4,
-        "tickets_per_s": pytest.approx(8 / 2.25 * 136 / 140),
-        "p50_ms": 2200.0,
-        "p95_ms": 2400.0,
+        "requests": 5,
+        "failures": 1,
+        "tickets_per_s": pytest.approx(8 / (sum(tickets_ms) / 5 / 1000) * 4 / 5),
+        "p50_ms": pytest.approx(quantile(tickets_ms, 0.5), abs=0.05),
+        "p95_ms": pytest.approx(quantile(tickets_ms, 0.95), abs=0.05),
     }
-    (tmp_path / "none.json").write_text("[]")
-    assert read_locust_figures(str(tmp_path / "none"), users=8)["tickets_per_s"] == 0.0
+    assert round(figures["p50_ms"], 1) == 2237.3 and round(figures["p95_ms"], 1) == 2872.5
+    assert ticket_figures([], users=8)["tickets_per_s"] == 0.0
+    with pytest.raises(OSError):
+        read_ticket_times(tmp_path / "nothing")
 
 
 def a_run(mode: str, users: int, tickets_per_s: float, provider_s: float, **extra) -> dict:
@@ -90,7 +87,8 @@ def test_rows_are_medians_over_passes_with_the_course_only_at_8_users():
     assert thread["course"] is None and thread["failures"] == 3 and thread["tickets_per_s"] == 9.25
     table = render([free, thread], duration_s=40, passes=3)
     assert "median of 3 passes" in table and "users ÷ provider time per ticket" in table
-    assert "2,200 ms" in table and "3.56" in table and "3.47" in table and "2,734.2 ms" in table
+    assert "failed ones included" in table
+    assert "2,200.0 ms" in table and "3.56" in table and "3.47" in table and "2,734.2 ms" in table
 
 
 def test_the_chart_marks_each_limit(tmp_path):
@@ -109,13 +107,38 @@ def test_the_locustfile_names_failures_by_error_code(served_api, tmp_path):
     assert figures["tickets_per_s"] == 0.0
 
 
+def test_the_recorded_times_are_locusts_own_unrounded(served_api, tmp_path):
+    with served_api("async", FakeProvider(0.05)) as url:
+        figures = run_locust(url, users=2, duration_s=2, workers=0, prefix=str(tmp_path / "exact"))
+    times_ms = [ms for ms, _ in read_ticket_times(tmp_path / "exact-times")]
+    (locusts,) = [e for e in json.loads((tmp_path / "exact.json").read_text()) if e["name"] == "/v1/tickets"]
+    # Locust sums the times it measured before it rounds them into its buckets: the same tickets, the same sum
+    assert len(times_ms) == locusts["num_requests"] == figures["requests"] > 4
+    assert sum(times_ms) == pytest.approx(locusts["total_response_time"], rel=1e-9)
+    assert figures["p50_ms"] == pytest.approx(quantile(times_ms, 0.5), abs=0.05)
+    assert figures["p95_ms"] == pytest.approx(quantile(times_ms, 0.95), abs=0.05)
+    assert 150 <= figures["p50_ms"] < 1000  # three calls of 50 ms each, generous for two busy cores
+    assert figures["p50_ms"] % 10 and figures["p95_ms"] % 10  # Locust's buckets are whole tens from 100 ms on
+
+
 def test_distributed_locust_counts_the_workers_tickets(served_api, tmp_path):
     with served_api("async", FakeProvider(0.02)) as url:
         figures = run_locust(url, users=4, duration_s=3, workers=2, prefix=str(tmp_path / "spread"))
     assert figures["failures"] == 0 and figures["requests"] > 20
-    assert figures["p50_ms"] >= 60  # three calls of 20 ms each
+    assert len(list((tmp_path / "spread-times").glob("*.csv"))) == 2  # one per worker, none from the master
+    assert 60 <= figures["p50_ms"] <= figures["p95_ms"]  # three calls of 20 ms each
     # a closed loop of 4 users at ~70 ms a ticket; generous for two busy cores
     assert 4 / 0.07 * 0.3 < figures["tickets_per_s"] < 4 / 0.06 * 1.1
+
+
+def test_a_workers_tickets_in_flight_at_the_end_count(served_api, tmp_path):
+    provider = FakeProvider(0.2)
+    with served_api("async", provider) as url:
+        figures = run_locust(url, users=2, duration_s=2, workers=1, prefix=str(tmp_path / "end"))
+    # each user is amid a ticket when the time is up: it finishes it during --stop-timeout, after the
+    # master has quit (and printed its JSON without it); every ticket the provider served is counted
+    assert figures["requests"] == len(provider.calls) // 3 > 2
+    assert figures["failures"] == 0 and 600 <= figures["p50_ms"] <= figures["p95_ms"] < 3000
 
 
 def test_a_short_run_finds_async_near_its_limit_and_blocking_far_below(lab_database_url, tmp_path):
@@ -142,6 +165,9 @@ def test_a_short_run_finds_async_near_its_limit_and_blocking_far_below(lab_datab
     assert 0.6 < free["of_limit"] <= 1.02
     assert blocking["tickets_per_s"] < 0.5 * free["tickets_per_s"]
     assert all(run["tickets_saved"] == run["requests"] for run in figures["runs"])
+    for run in figures["runs"]:
+        times_ms = [ms for ms, _ in read_ticket_times(tmp_path / "locust" / f"{run['mode']}-4u-1-times")]
+        assert run["p50_ms"] == pytest.approx(quantile(times_ms, 0.5), abs=0.05)
     assert (tmp_path / "capacity.svg").exists() and (tmp_path / "capacity.csv").read_text().startswith("mode,users")
     assert not any(listening(run["simulator_url"]) or listening(run["api_url"]) for run in figures["runs"])
     assert sorted(path.name for path in tmp_path.glob("held-*")) == ["held-async-4u.svg", "held-blocking-4u.svg"]
@@ -164,3 +190,19 @@ def test_without_held_nothing_is_recorded_or_drawn(lab_database_url, tmp_path):
     figures = json.loads(result.stdout)
     assert "held" not in figures["runs"][0] and not list(tmp_path.glob("held-*"))
     assert "held:" not in result.stderr
+
+
+def test_a_run_with_a_locust_worker_has_its_percentiles(lab_database_url, tmp_path):
+    result = run_module(
+        "scripts.capacity",
+        *("--modes", "async", "--users", "2", "--duration", "3", "--speed", "0.05", "--workers", "1"),
+        *("--no-held", "--json", "--out", str(tmp_path)),
+        env={"DATABASE_URL": lab_database_url},
+    )
+    assert result.returncode == 0, result.stderr
+    (run,) = json.loads(result.stdout)["runs"]
+    assert run["tickets_saved"] == run["requests"] > 4  # the tickets in flight at the end included
+    times_ms = [ms for ms, _ in read_ticket_times(tmp_path / "locust" / "async-2u-1-times")]
+    assert run["p50_ms"] == pytest.approx(quantile(times_ms, 0.5), abs=0.05)
+    assert run["p95_ms"] == pytest.approx(quantile(times_ms, 0.95), abs=0.05)
+    assert 50 < run["p50_ms"] <= run["p95_ms"] < 2000  # about 2.2 s x 0.05 of provider time a ticket

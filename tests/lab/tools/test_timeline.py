@@ -1,14 +1,15 @@
-"""The stall timeline from the run's own data: the API's X-Provider-Calls, placed and drawn by scripts.stall."""
+"""The stall timeline from the run's own data: the API's X-Provider-Calls, placed by scripts.stall, drawn by compare."""
 
 import asyncio
 
 import httpx
 import pytest
 
+from scripts.stall import measure_stall
 from scripts.toolkit import lab
 from scripts.toolkit.answers import provider_calls, server_timing
 from scripts.toolkit.charts import draw_timeline
-from scripts.toolkit.stalls import measure_stall
+from tests.fakes import FakeProvider
 
 MODES = ["blocking", "async", "thread"]
 TICKET = {"customer_id": 1, "subject": "Parcel 51 has not arrived", "body": "It was due on Monday."}
@@ -76,3 +77,13 @@ def test_the_timeline_draws_each_tickets_calls_over_its_wait(served_api, provide
     assert 'id="ticket-1-call-4"' not in svg
     assert "provider: classify" in svg and "waiting for the server" in svg and "GET /health" in svg
     assert "without X-Provider-Calls" not in svg
+
+
+def test_an_answer_without_provider_calls_is_drawn_as_such_and_none_are_made_up(served_api, tmp_path):
+    # A fake provider makes no HTTP call, so the API reports no provider calls and the chart makes none up.
+    with served_api("async", FakeProvider(0.05)) as url:
+        result = asyncio.run(measure_stall(url, tickets=2, concurrency=2, interval_s=0.05, seed=4))
+    draw_timeline(result, str(tmp_path / "timeline.svg"))
+    svg = (tmp_path / "timeline.svg").read_text()
+    assert svg.lstrip().startswith("<?xml") and "ticket 2" in svg
+    assert "answer without X-Provider-Calls" in svg

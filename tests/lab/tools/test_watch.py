@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from scripts.stall import measure_stall
 from scripts.toolkit import lab, processes
 from scripts.toolkit.cli import output_folder
-from scripts.toolkit.stalls import measure_stall
 
 CHROMIUM = shutil.which("chromium")
 SPEED = 0.5  # a ticket's AI work takes 1.1 s instead of 2.2 s

@@ -62,9 +62,9 @@ def positive_float(text: str) -> float:
 
 
 def route_path(text: str) -> str:
-    """An argparse type: a path of the API, such as /lab/sleep/def or /lab/rows/raw?rows=500."""
+    """An argparse type: a path of the API, such as /sleep/def or /rows/raw?rows=500."""
     if not text.startswith("/"):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a path: start it with /, e.g. /lab/sleep/def")
+        raise argparse.ArgumentTypeError(f"{text!r} is not a path: start it with /, e.g. /sleep/def")
     return text
 
 

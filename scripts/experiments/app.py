@@ -1,7 +1,7 @@
-"""Routes for the experiments of the wider reading, under /lab (off unless LAB_ROUTES=true). They never touch tickets.
+"""The experiment app of the wider reading: `uvicorn scripts.experiments.app:app`. It never touches tickets.
 
 Each group does one piece of work in several ways, to be read side by side and measured with
-`python -m scripts.probe /lab/...`: a 100 ms wait, ~13 ms of CPU work, a 500-row answer and a call
+`python -m scripts.probe /...`: a 100 ms wait, ~13 ms of CPU work, a 500-row answer and a call
 to the AI provider. The routes marked "A mistake, on purpose" are the ones the readings warn about.
 
 The plain `def` routes say `response_model=None`: with a response model, FastAPI would check the
@@ -9,24 +9,23 @@ answer in a second trip to the thread pool, and that trip also needs a free thre
 """
 
 import asyncio
-import multiprocessing
 import time
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import asynccontextmanager, contextmanager
-from datetime import UTC, datetime, timedelta
-from functools import lru_cache
-from typing import Annotated, Any
+from typing import Annotated
 
 import httpx
 import orjson
 from anyio import to_thread
-from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request, Response
-from pydantic import BaseModel
+from fastapi import APIRouter, Depends, FastAPI, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from ticket_api.errors import ProviderUnavailable, describe
-from ticket_api.lab_cpu import DEFAULT_LOOPS, burn_cpu
+from scripts.experiments.cpu import DEFAULT_LOOPS, burn_cpu
+from scripts.experiments.rows import LabRow, sample_rows
+from scripts.experiments.settings import ExperimentSettings
+from scripts.experiments.tools import LabTools
+from ticket_api.errors import ProviderUnavailable, describe, install_error_handlers
+from ticket_api.requestlog import RequestLog, configure_logging
 
 WaitMs = Annotated[int, Query(ge=0, le=10_000, description="how long to wait, in milliseconds")]
 Loops = Annotated[int, Query(ge=1_000, le=5_000_000, description="size of the CPU work (300,000 is ~13 ms)")]
@@ -37,69 +36,19 @@ UPSTREAM_PATH = "/embeddings"
 UPSTREAM_BODY = {"model": "text-embedding-3-small", "input": "lab", "dimensions": 8}
 
 
-class LabTools:
-    """What the /lab routes own: a blocking and an async HTTP client, and a process pool once needed."""
-
-    def __init__(self, provider_url: str, api_key: str):
-        options: dict[str, Any] = {
-            "base_url": provider_url,
-            "headers": {"Authorization": f"Bearer {api_key}"},
-            "limits": httpx.Limits(max_connections=1000, max_keepalive_connections=1000),  # never the limit
-            "timeout": 60.0,
-        }
-        self.blocking_client = httpx.Client(**options)
-        self.async_client = httpx.AsyncClient(**options)
-        self._processes: ProcessPoolExecutor | None = None
-
-    def processes(self) -> ProcessPoolExecutor:
-        """The process pool (one worker per core), started on first use: warm it up before measuring."""
-        if self._processes is None:
-            # "spawn": a fresh interpreter per worker; forking a process that runs threads is unsafe.
-            self._processes = ProcessPoolExecutor(mp_context=multiprocessing.get_context("spawn"))
-        return self._processes
-
-    async def aclose(self) -> None:
-        """Close the clients and stop the pool's worker processes."""
-        self.blocking_client.close()
-        await self.async_client.aclose()
-        if self._processes is not None:
-            await to_thread.run_sync(self._processes.shutdown)
-
-
-@asynccontextmanager
-async def lifespan(app: FastAPI):
-    """Runs inside the app's lifespan (settings are loaded): the lab's tools live as long as the app."""
-    settings = app.state.settings
-    app.state.lab = LabTools(settings.provider_url, settings.provider_api_key.get_secret_value())
-    try:
-        yield
-    finally:
-        await app.state.lab.aclose()
-
-
-def openapi_schema(app: FastAPI) -> dict:
-    """The app's OpenAPI schema (/openapi.json, /docs), with the /lab routes only if LAB_ROUTES=true."""
-    schema = FastAPI.openapi(app)  # made once, then kept
-    settings = getattr(app.state, "settings", None)  # None before start-up: everything
-    if settings is not None and not settings.lab_routes:
-        schema["paths"] = {path: item for path, item in schema["paths"].items() if not path.startswith("/lab/")}
-        schema["components"]["schemas"].pop("LabRow", None)
-    return schema
-
-
-async def require_lab_routes(request: Request) -> None:
-    """Every /lab route answers 404 when LAB_ROUTES=false."""
-    if not request.app.state.settings.lab_routes:
-        raise HTTPException(status_code=404)
-
-
 async def get_lab_tools(request: Request) -> LabTools:
-    """The lab's clients and process pool, made in the lifespan."""
+    """The app's clients and process pool, made in the lifespan."""
     return request.app.state.lab
 
 
 LabDep = Annotated[LabTools, Depends(get_lab_tools)]
-router = APIRouter(tags=["lab"], dependencies=[Depends(require_lab_routes)], lifespan=lifespan)
+router = APIRouter()
+
+
+@router.get("/health")
+async def health() -> dict:
+    """Always `{"status": "ok"}`: nothing awaited, so its time shows only how free the loop is."""
+    return {"status": "ok"}
 
 
 @router.get("/noop/def", response_model=None)
@@ -177,34 +126,6 @@ async def cpu_process(lab: LabDep, loops: Loops = DEFAULT_LOOPS) -> dict:
 # --- The same rows (500 by default), serialized three ways ------------------------------------
 
 
-class LabRow(BaseModel):
-    """One row of the serialization experiment, shaped like a ticket summary."""
-
-    id: int
-    customer_id: int
-    subject: str
-    status: str
-    priority: str
-    created_at: datetime
-
-
-@lru_cache(maxsize=8)
-def sample_rows(count: int) -> list[dict]:
-    """The same `count` rows every time, built once: the routes below differ only in how they serialize."""
-    start = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
-    return [
-        {
-            "id": i,
-            "customer_id": 1 + i % 300,
-            "subject": f"Invoice question number {i}",
-            "status": "open",
-            "priority": ("low", "normal", "high")[i % 3],
-            "created_at": start + timedelta(minutes=7 * i),
-        }
-        for i in range(1, count + 1)
-    ]
-
-
 @router.get("/rows/dicts", response_model=None)
 async def rows_dicts(rows: RowCount = 500) -> list[dict]:
     """Plain dicts, no response_model: FastAPI walks them with jsonable_encoder, in pure Python."""
@@ -264,3 +185,27 @@ def upstream_answer(response: httpx.Response) -> dict:
     if response.status_code >= 400:
         raise ProviderUnavailable(f"the AI provider answered {response.status_code}")
     return {"upstream_ms": round(response.elapsed.total_seconds() * 1000, 1)}
+
+
+def create_app(settings: ExperimentSettings | None = None) -> FastAPI:
+    """The experiment app; without `settings` (tests pass theirs), it reads them from the environment at start-up."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        app.state.settings = settings or ExperimentSettings.from_environment()
+        configure_logging(app.state.settings.log_level)
+        to_thread.current_default_thread_limiter().total_tokens = app.state.settings.thread_limit
+        app.state.lab = LabTools(app.state.settings.provider_url)
+        try:
+            yield
+        finally:
+            await app.state.lab.aclose()
+
+    app = FastAPI(title="Experiments", lifespan=lifespan)
+    install_error_handlers(app)
+    app.add_middleware(RequestLog)  # its Server-Timing header is what scripts.probe reports as "in the API"
+    app.include_router(router)
+    return app
+
+
+app = create_app()

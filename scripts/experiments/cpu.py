@@ -1,4 +1,4 @@
-"""The CPU work of the /lab experiments, in a module of its own.
+"""The CPU work of the experiments, in a module of its own.
 
 A process pool sends the function to its workers by name, and each worker imports this module:
 it must stay cheap to import, so it imports nothing.

@@ -1,0 +1,178 @@
+"""Experiment 9, when the client is the CPU work: `python -m scripts.client_cpu`.
+
+The lesson's knowledge check: CPU work inside `async def` blocks the event loop just like a
+waiting call. The HTTP client under `provider.acall` runs on that loop too. httpx's own
+connection pool does bookkeeping for every event of every call, and that work grows with the
+calls in flight (httpx issue 3215, httpcore pull request 1035); aiohttp's pool, under httpx
+through httpx-aiohttp's transport, does not. For each PROVIDER_ASYNC_CLIENT it starts the API in
+async mode afresh per level and drives 32, 128 and 256 closed-loop users, their first tickets
+spread over one T, and measures each level: tickets per second counted in the window (in the
+collapse most tickets do not end within it, so the mean of those that do flatters), the
+fraction of the physical limit, the mean ticket time, /health's p99, the event loop's lag (the
+API's own /metrics) and what the watchdog logged.
+"""
+
+import argparse
+import json
+import re
+import threading
+import time
+from collections import Counter
+from dataclasses import asdict
+from pathlib import Path
+
+import httpx
+
+from scripts.toolkit import charts
+from scripts.toolkit.cli import Clock, CommandError, format_table, output_folder, parse_levels, progress, run
+from scripts.toolkit.levels import measure, processes, recorded_ticket_ms
+from scripts.toolkit.metrics import read_metrics
+from scripts.toolkit.stack import running_lab
+
+CLIENTS = ("httpx", "aiohttp")
+LAG = "ticket_api_event_loop_lag_seconds"
+BLOCKED = re.compile(r"event loop blocked for (\d+) ms so far, at (.*)$")
+GIVE_UP_S = 15  # tickets still unanswered this long after a level's end are given up
+
+
+def lag_between(before: str, after: str) -> dict:
+    """The loop's lag over a window, from two readings of /metrics: its mean and the bucket that holds its p99 (s)."""
+    first, last = read_metrics(before), read_metrics(after)
+    count = (last.get(f"{LAG}_count") or 0) - (first.get(f"{LAG}_count") or 0)
+    total = (last.get(f"{LAG}_sum") or 0) - (first.get(f"{LAG}_sum") or 0)
+    buckets = sorted(
+        (float(bound), value - (first.get(f"{LAG}_bucket", le=bound) or 0))
+        for bound, value in last.by_label(f"{LAG}_bucket", "le").items()
+    )
+    p99 = next((bound for bound, below in buckets if count and below >= 0.99 * count), float("inf"))
+    return {"heartbeats": int(count), "mean_s": total / count if count else None, "p99_at_most_s": p99}
+
+
+def watchdog_lines(log: Path, start: int, end: int) -> dict:
+    """What the watchdog logged between two sizes of its log: blocked-loop lines, the longest, the line named most."""
+    with open(log, "rb") as file:
+        file.seek(start)
+        text = file.read(end - start).decode(errors="replace")
+    found = [BLOCKED.search(line) for line in text.splitlines()]
+    blocks = [match for match in found if match]
+    places = Counter(match[2] for match in blocks)
+    return {
+        "lines": len(blocks),
+        "longest_ms": max((int(match[1]) for match in blocks), default=0),
+        "most_named": places.most_common(1)[0][0] if places else None,
+    }
+
+
+def measure_level(lab, client: str, users: int, duration_s: float, ticket_s: float, clock: Clock) -> dict:
+    """One level against a fresh API with this client: the bench's figures, the lag and the watchdog's lines."""
+    with lab.api("async", env={"PROVIDER_ASYNC_CLIENT": client}) as api:
+        groups = processes(api.process.pid, lab.simulator.process.pid)
+        start = time.monotonic() + ticket_s  # the window starts after the ramp, as measure()'s does
+        readings: list[tuple[str, int]] = []  # /metrics and the size of the API's log, at the window's start and end
+
+        def read_metrics_at(moments: list[float]) -> None:
+            for moment in moments:
+                time.sleep(max(0.0, moment - time.monotonic()))
+                log_size = api.log_path.stat().st_size
+                readings.append(
+                    (httpx.get(f"{api.url}/metrics", timeout=120).text, log_size)
+                )  # late if the loop is stuck
+
+        # In a thread: the load's event loop runs in this one, from the ramp to the end.
+        reader = threading.Thread(target=read_metrics_at, args=([start, start + duration_s],), daemon=True)
+        reader.start()
+        level = measure("async", users, duration_s, ticket_s, api, groups, "asyncio", give_up_s=GIVE_UP_S)
+        reader.join(timeout=130)
+    progress(f"[{clock}] {client}, {users} users: {level.counted_per_s:.1f} tickets/s of {level.limit:.1f}")
+    if len(readings) < 2:
+        raise CommandError(f"the API did not answer GET /metrics within 2 minutes ({client}, {users} users)")
+    (before, start_size), (after, end_size) = readings
+    return {
+        "client": client,
+        "api_url": api.url,
+        "simulator_url": lab.simulator.url,
+        "level": level,
+        "lag": lag_between(before, after),
+        "watchdog": watchdog_lines(api.log_path, start_size, end_size),
+    }
+
+
+def report(rows: list[dict]) -> str:
+    """The table: one row per client and users."""
+    headers = ["client", "users", "tickets/s", "limit", "of limit", "mean ticket s", "/health p99 ms"]
+    headers += ["lag mean ms", "lag p99 <= s", "watchdog lines", "API loop CPU ms/ticket"]
+    table = []
+    for row in rows:
+        level, lag, watchdog = row["level"], row["lag"], row["watchdog"]
+        table.append(
+            [row["client"], level.users, f"{level.counted_per_s:.1f}", f"{level.limit:.1f}"]
+            + [f"{level.counted_per_s / level.limit:.0%}", f"{level.mean_ms / 1000:.2f}", f"{level.health_p99_ms:,.0f}"]
+            + [f"{(lag['mean_s'] or 0) * 1000:.1f}", f"{lag['p99_at_most_s']:g}"]
+            + [watchdog["lines"], f"{level.cpu_ms_per_ticket.get('api loop', float('nan')):.2f}"]
+        )
+    named = [f"  {row['client']}, {row['level'].users} users: {row['watchdog']['most_named']}" for row in rows]
+    named = [line for line, row in zip(named, rows, strict=True) if row["watchdog"]["most_named"]]
+    return "\n".join(
+        [format_table(headers, table), *(["", "the line the watchdog named most:", *named] if named else [])]
+    )
+
+
+def draw(rows: list[dict], path: Path) -> None:
+    """Tickets per second by users for each client, against the limit; /health's p99 beside it."""
+    plt = charts.load_pyplot()
+    figure, (throughput, health) = plt.subplots(1, 2, figsize=(10, 4))
+    for client in CLIENTS:
+        levels = [row["level"] for row in rows if row["client"] == client]
+        users = [level.users for level in levels]
+        throughput.plot(users, [level.counted_per_s for level in levels], marker="o", label=f"{client}'s pool")
+        health.plot(users, [level.health_p99_ms for level in levels], marker="o", label=f"{client}'s pool")
+    users = sorted({row["level"].users for row in rows})
+    limits = [next(row["level"].limit for row in rows if row["level"].users == count) for count in users]
+    throughput.plot(users, limits, "k--", label="the physical limit: users ÷ T")
+    throughput.set(xlabel="users", ylabel="tickets per second, counted in the window", title="Tickets per second")
+    health.set(xlabel="users", ylabel="GET /health p99, ms (log scale)", yscale="log", title="GET /health meanwhile")
+    for axes in (throughput, health):
+        axes.set_xticks(users)
+        axes.legend(fontsize=8)
+    figure.suptitle("When the client is the CPU work: provider.acall over httpx's pool and aiohttp's", fontsize=10)
+    figure.tight_layout()
+    figure.savefig(path)
+    plt.close(figure)
+
+
+def main() -> int:
+    """Parse the command line, run every client at every level, print the table, write JSON and the chart."""
+    parser = argparse.ArgumentParser(
+        prog="python -m scripts.client_cpu",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Exit codes: 0 done, 2 a start-up failed or bad arguments.",
+    )
+    parser.add_argument("--users", type=parse_levels, default=[32, 128, 256], help="levels (default 32,128,256)")
+    parser.add_argument("--clients", default=",".join(CLIENTS), help="PROVIDER_ASYNC_CLIENTs (default httpx,aiohttp)")
+    parser.add_argument("--duration", type=float, default=20, help="seconds measured per level (default 20)")
+    parser.add_argument("--out", help="folder for the figures (default .lab/client-cpu-DATE-TIME)")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = parser.parse_args()
+    clients = [name.strip() for name in args.clients.split(",") if name.strip()]
+    if not clients or set(clients) - set(CLIENTS):
+        parser.error(f"--clients: give {' and/or '.join(CLIENTS)}, separated by a comma")
+    folder, clock = output_folder(args.out, "client-cpu"), Clock()
+    ticket_s = sum(recorded_ticket_ms().values()) / 1000
+    charts.load_pyplot()  # before the run, not after minutes of it
+    with running_lab(1.0, folder / "logs", clock) as lab:
+        rows = [
+            measure_level(lab, client, users, args.duration, ticket_s, clock)
+            for client in clients
+            for users in args.users
+        ]
+    figures = [{**row, "level": {**asdict(row["level"]), "tickets_per_s": row["level"].tickets_per_s}} for row in rows]
+    (folder / "client-cpu.json").write_text(json.dumps({"ticket_s": ticket_s, "rows": figures}, indent=2))
+    draw(rows, folder / "client-cpu.svg")
+    print(json.dumps(figures) if args.json else report(rows))
+    progress(f"figures and chart: {folder}")
+    return 0
+
+
+if __name__ == "__main__":
+    run(main)

@@ -1,0 +1,70 @@
+"""Serve the experiment app in the foreground, for your own tools: `python -m scripts.experiments [--port 8200]`.
+
+The app of the wider reading's experiments (`scripts/README.md`, "Experiments"): its routes wait,
+compute, serialize and call the provider in several ways each. probe, sweep and thread_cliff
+start one of their own; this one is for measuring it by hand (curl, ab, Locust, your browser at
+/docs). It listens on 127.0.0.1 only; Ctrl+C stops it.
+"""
+
+import argparse
+import os
+
+import uvicorn
+
+from scripts.experiments.runner import APP
+from scripts.experiments.settings import DEFAULT_PROVIDER_URL, DEFAULT_THREAD_LIMIT, ExperimentSettings
+from scripts.toolkit.cli import positive_int, progress, run
+from scripts.toolkit.processes import check_port_free
+
+DEFAULT_PORT = 8200
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the command line, then serve until Ctrl+C."""
+    parser = argparse.ArgumentParser(
+        prog="python -m scripts.experiments",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Exit codes: 0 stopped (Ctrl+C or SIGTERM), 2 the port is in use or bad arguments.",
+    )
+    parser.add_argument("--port", type=positive_int, default=DEFAULT_PORT, help=f"default {DEFAULT_PORT}")
+    parser.add_argument(
+        "--thread-limit",
+        type=positive_int,
+        default=DEFAULT_THREAD_LIMIT,
+        help=f"tokens of AnyIO's thread pool, the one plain def routes use (default {DEFAULT_THREAD_LIMIT})",
+    )
+    parser.add_argument("--workers", type=positive_int, default=1, help="uvicorn worker processes (default 1)")
+    parser.add_argument(
+        "--provider-url",
+        default=DEFAULT_PROVIDER_URL,
+        help=f"the provider of the /upstream routes (default {DEFAULT_PROVIDER_URL}: python -m simulator)",
+    )
+    args = parser.parse_args(argv)
+
+    check_port_free(args.port)
+    # The app reads its settings from the environment when it starts, in each worker process.
+    os.environ.update(ExperimentSettings(args.provider_url, args.thread_limit).environment())
+    progress(
+        f"experiment app at http://127.0.0.1:{args.port} (THREAD_LIMIT={args.thread_limit}, workers {args.workers},"
+        f" provider {args.provider_url}); Ctrl+C stops it"
+    )
+    try:
+        uvicorn.run(
+            APP,
+            host="127.0.0.1",
+            port=args.port,
+            workers=args.workers,
+            loop="asyncio",
+            access_log=False,  # a log line per request costs time you would measure
+            log_level="warning",
+            timeout_graceful_shutdown=30,
+        )
+    except KeyboardInterrupt:  # uvicorn has stopped gracefully, then raises the Ctrl+C (or SIGTERM) again
+        pass
+    progress("stopped")
+    return 0
+
+
+if __name__ == "__main__":
+    run(main)

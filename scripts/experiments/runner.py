@@ -1,0 +1,89 @@
+"""The experiment app under uvicorn as a Service, and what probe, sweep and thread_cliff start before measuring."""
+
+import argparse
+import sys
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+from scripts.experiments.settings import DEFAULT_PROVIDER_URL, DEFAULT_THREAD_LIMIT, ExperimentSettings
+from scripts.toolkit.cli import PROJECT_ROOT, positive_int, progress
+from scripts.toolkit.lab import simulator, started
+from scripts.toolkit.processes import Service, free_port
+
+APP = "scripts.experiments.app:app"
+UPSTREAM_PREFIX = "/upstream/"  # the routes that call the provider
+
+
+def experiment_app(
+    settings: ExperimentSettings,
+    port: int | None = None,
+    workers: int = 1,
+    log_dir: Path | None = None,
+    cwd: Path = PROJECT_ROOT,
+) -> Service:
+    """The experiment app under uvicorn on a free port of 127.0.0.1, on asyncio's own loop, without access log."""
+    port = port or free_port()
+    argv = [sys.executable, "-m", "uvicorn", APP, "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)]
+    # asyncio's own loop, named: uvicorn's "auto" would take uvloop whenever it is installed.
+    argv += ["--loop", "asyncio", "--timeout-graceful-shutdown", "30", "--no-access-log"]
+    return Service("experiments", argv, port, env=settings.environment(), log_dir=log_dir, cwd=cwd)
+
+
+def add_app_arguments(parser: argparse.ArgumentParser) -> None:
+    """--url, or --thread-limit, --workers and --provider-url of the app a command starts (probe, sweep)."""
+    parser.add_argument("--url", help="measure the app already running at this address instead (nothing is started)")
+    parser.add_argument(
+        "--thread-limit",
+        type=positive_int,
+        help=f"THREAD_LIMIT of the app it starts (default {DEFAULT_THREAD_LIMIT}, AnyIO's default)",
+    )
+    parser.add_argument(
+        "--workers", type=positive_int, help="uvicorn worker processes of the app it starts (default 1)"
+    )
+    parser.add_argument(
+        "--provider-url",
+        help="the provider of the /upstream routes, ending in /v1 (default: a simulator it starts, quota off)",
+    )
+
+
+def check_app_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """A usage error for flags of the app to start given with --url (an app that already runs)."""
+    given = [flag for flag in ("thread_limit", "workers", "provider_url") if getattr(args, flag) is not None]
+    if args.url is not None and given:
+        flags = ", ".join("--" + flag.replace("_", "-") for flag in given)
+        parser.error(f"{flags}: for the app it starts, not with --url (set them where that app runs)")
+
+
+@contextmanager
+def served(
+    thread_limit: int = DEFAULT_THREAD_LIMIT,
+    workers: int = 1,
+    provider_url: str | None = None,
+    with_simulator: bool = False,
+) -> Iterator[str]:
+    """Start the app (and a simulator, quota off, if `with_simulator` without `provider_url`); yields the app's URL."""
+    with ExitStack() as stack:
+        if with_simulator and provider_url is None:
+            progress("starting the simulator (quota off) ...")
+            provider_url = f"{stack.enter_context(started(simulator(quota=0))).url}/v1"
+        settings = ExperimentSettings(provider_url or DEFAULT_PROVIDER_URL, thread_limit)
+        progress(f"starting the experiment app: THREAD_LIMIT={thread_limit}, workers {workers} ...")
+        app = stack.enter_context(started(experiment_app(settings, workers=workers)))
+        progress(f"experiment app at {app.url}")
+        yield app.url
+
+
+@contextmanager
+def app_to_measure(args: argparse.Namespace) -> Iterator[str]:
+    """The URL to measure: --url's running app, or one started from the other flags (a simulator for /upstream)."""
+    if args.url is not None:
+        yield args.url
+        return
+    with served(
+        args.thread_limit or DEFAULT_THREAD_LIMIT,
+        args.workers or 1,
+        args.provider_url,
+        with_simulator=args.path.startswith(UPSTREAM_PREFIX),
+    ) as url:
+        yield url

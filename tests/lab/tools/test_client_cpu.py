@@ -1,0 +1,56 @@
+"""Experiment 9, scripts.client_cpu: the loop's lag read from /metrics, the watchdog's lines, a run end to end."""
+
+import json
+
+from scripts.client_cpu import lag_between, watchdog_lines
+from tests.lab.tools.commands import listening, run_module
+
+LAG = "ticket_api_event_loop_lag_seconds"
+
+
+def lag_metrics(counts: dict[str, int], total_s: float) -> str:
+    """Prometheus text of the lag histogram with these cumulative bucket counts."""
+    lines = [f"# HELP {LAG} lag", f"# TYPE {LAG} histogram"]
+    lines += [f'{LAG}_bucket{{le="{bound}"}} {count}' for bound, count in counts.items()]
+    lines += [f"{LAG}_count {counts['+Inf']}", f"{LAG}_sum {total_s}"]
+    return "\n".join(lines) + "\n"
+
+
+def test_the_lag_of_a_window_is_what_its_two_readings_differ_by():
+    before = lag_metrics({"0.005": 100, "0.1": 100, "0.5": 100, "+Inf": 100}, 0.1)
+    after = lag_metrics({"0.005": 190, "0.1": 195, "0.5": 200, "+Inf": 200}, 2.1)
+    lag = lag_between(before, after)
+    assert lag["heartbeats"] == 100
+    assert abs(lag["mean_s"] - 0.02) < 1e-9  # 2.0 s of lag over 100 heartbeats
+    assert lag["p99_at_most_s"] == 0.5  # 95 of 100 within 0.1 s, all 100 within 0.5 s
+
+
+def test_only_the_watchdogs_lines_of_the_window_are_counted(tmp_path):
+    log = tmp_path / "api.log"
+    early = "WARNING ticket_api.watchdog: event loop blocked for 900 ms so far, at ticket_api/main.py:1 in start()\n"
+    log.write_text(early)
+    start = log.stat().st_size
+    lines = [
+        "WARNING ticket_api.watchdog: event loop blocked for 260 ms so far, at ticket_api/provider.py:71 in _apost()",
+        "INFO something else",
+        "WARNING ticket_api.watchdog: event loop blocked for 410 ms so far, at ticket_api/provider.py:71 in _apost()",
+        "WARNING ticket_api.watchdog: event loop blocked for 300 ms so far, at ticket_api/intake.py:9 in create()",
+    ]
+    with open(log, "a") as file:
+        file.write("\n".join(lines) + "\n")
+    found = watchdog_lines(log, start, log.stat().st_size)
+    assert found == {"lines": 3, "longest_ms": 410, "most_named": "ticket_api/provider.py:71 in _apost()"}
+
+
+def test_a_short_run_prints_its_table_writes_its_figures_and_stops_what_it_started(tmp_path):
+    result = run_module(
+        "scripts.client_cpu", "--users", "8", "--clients", "aiohttp", "--duration", "3", "--out", str(tmp_path)
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.splitlines()[0].split()[:3] == ["client", "users", "tickets/s"]
+    figures = json.loads((tmp_path / "client-cpu.json").read_text())
+    (row,) = figures["rows"]
+    assert row["client"] == "aiohttp" and row["level"]["users"] == 8 and row["level"]["tickets"] > 0
+    assert row["lag"]["heartbeats"] > 0 and row["watchdog"]["lines"] >= 0
+    assert (tmp_path / "client-cpu.svg").read_text().lstrip().startswith("<?xml")
+    assert not listening(row["api_url"]) and not listening(row["simulator_url"])
