@@ -131,6 +131,7 @@ def draw(rows: list[dict], path: Path) -> None:
     throughput.plot(users, limits, "k--", label="the physical limit: users ÷ T")
     throughput.set(xlabel="users", ylabel="tickets per second, counted in the window", title="Tickets per second")
     health.set(xlabel="users", ylabel="GET /health p99, ms (log scale)", yscale="log", title="GET /health meanwhile")
+    throughput.set_ylim(bottom=0)
     for axes in (throughput, health):
         axes.set_xticks(users)
         axes.legend(fontsize=8)
@@ -150,7 +151,7 @@ def main() -> int:
     )
     parser.add_argument("--users", type=parse_levels, default=[32, 128, 256], help="levels (default 32,128,256)")
     parser.add_argument("--clients", default=",".join(CLIENTS), help="PROVIDER_ASYNC_CLIENTs (default httpx,aiohttp)")
-    parser.add_argument("--duration", type=float, default=20, help="seconds measured per level (default 20)")
+    parser.add_argument("--duration", type=float, default=30, help="seconds measured per level (default 30)")
     parser.add_argument("--out", help="folder for the figures (default .lab/client-cpu-DATE-TIME)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()

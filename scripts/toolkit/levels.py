@@ -194,7 +194,7 @@ def measure(
     give_up_s: float | None = None,
 ) -> Level:
     """Drive `users` closed-loop users for `duration_s`, after a ramp of one T over which their first tickets start."""
-    progress(f"  {mode}, {users} users, {api_processes} API process(es): {ticket_s:.1f} s ramp + {duration_s:g} s")
+    progress(f"  {mode}, {users} users, {api_processes} API process(es): {ticket_s:.1f} s ramp + {duration_s:.0f} s")
     host, port = "127.0.0.1", api.port
 
     async def load_and_cpu() -> tuple[dict, dict[str, float]]:
@@ -243,7 +243,7 @@ def measure(
 
 def measure_with_wrk(users: int, duration_s: float, ticket_s: float, api, loop: str) -> Level:
     """The same level driven by wrk instead, /health probed by this process meanwhile."""
-    progress(f"  async, {users} users, wrk: {ticket_s:.1f} s ramp + {duration_s:g} s")
+    progress(f"  async, {users} users, wrk: {ticket_s:.1f} s ramp + {duration_s:.0f} s")
     bodies = [request.partition(b"\r\n\r\n")[2] for request in ticket_requests("127.0.0.1", api.port)]
 
     async def wrk_and_health() -> tuple[dict, list[dict]]:

