@@ -97,6 +97,12 @@ def ticket_alone(api, duration_s: float, loop: str) -> tuple[float, float]:
     return statistics.fmean(times), statistics.stdev(times) / len(times) ** 0.5
 
 
+def by_generator(levels: list[Level]) -> tuple[dict[int, Level], list[Level]]:
+    """The bench's own async levels of one API process, by users (what the targets judge), and wrk's."""
+    ours = {lv.users: lv for lv in levels if lv.generator == "bench" and lv.mode == "async" and lv.api_processes == 1}
+    return ours, [lv for lv in levels if lv.generator == "wrk"]
+
+
 def report(levels: list[Level], recorded_ms: dict[str, float], alone: tuple[float, float], loop: str) -> str:
     """The table, the CPU per ticket, wrk beside the bench, and the targets."""
     ticket_ms = sum(recorded_ms.values())
@@ -130,8 +136,7 @@ def report(levels: list[Level], recorded_ms: dict[str, float], alone: tuple[floa
         ),
         "",
     ]
-    checks = [lv for lv in levels if lv.generator == "wrk"]
-    ours = {lv.users: lv for lv in levels if lv.generator == "bench" and lv.mode == "async" and lv.api_processes == 1}
+    ours, checks = by_generator(levels)
     if checks:
         lines += [
             "wrk beside the bench (async, one API process; wrk: one thread, the same ramp, the same tickets):",
@@ -299,7 +304,7 @@ def main() -> int:
         "recorded_ms": recorded_ms,
         "ticket_alone_s": alone,
         "levels": [{**asdict(lv), "tickets_per_s": lv.tickets_per_s, "fraction": lv.fraction} for lv in levels],
-        "verdicts": [line.strip() for line in table.split("targets:")[1].splitlines() if line.strip()],
+        "verdicts": [line.strip() for line in verdicts(*by_generator(levels))],
         "measured_at": time.strftime("%Y-%m-%d %H:%M"),
     }
     (folder / "bench.json").write_text(json.dumps(result, indent=2))

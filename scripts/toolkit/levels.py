@@ -94,18 +94,16 @@ def recorded_ticket_ms() -> dict[str, float]:
     return {op: statistics.fmean(call.latency_ms for call in recording.calls[op]) for op in OPERATIONS}
 
 
-def ticket_requests(host: str, port: int, count: int = 500, seed: int = 7) -> list[bytes]:
-    """Ready-to-send POST /v1/tickets requests with varied customers, subjects and bodies."""
+def ticket_bodies(count: int = 500, seed: int = 7) -> list[bytes]:
+    """The JSON bodies of `count` new tickets with varied customers, subjects and bodies (the same every run)."""
     rng = random.Random(seed)
-    requests = []
-    for _ in range(count):
-        body = orjson.dumps(random_ticket(rng))
-        head = (
-            f"POST /v1/tickets HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(body)}\r\n\r\n"
-        )
-        requests.append(head.encode() + body)
-    return requests
+    return [orjson.dumps(random_ticket(rng)) for _ in range(count)]
+
+
+def ticket_requests(host: str, port: int) -> list[bytes]:
+    """Ready-to-send POST /v1/tickets requests, one for each of ticket_bodies()."""
+    head = f"POST /v1/tickets HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
+    return [f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body for body in ticket_bodies()]
 
 
 def processes(api_pid: int, simulator_pid: int) -> Callable[[], dict[str, list[psutil.Process]]]:
@@ -243,7 +241,7 @@ def measure(
 def measure_with_wrk(users: int, duration_s: float, ticket_s: float, api, loop: str) -> Level:
     """The same level driven by wrk instead, /health probed by this process meanwhile."""
     progress(f"  async, {users} users, wrk: {ticket_s:.1f} s ramp + {duration_s:.0f} s")
-    bodies = [request.partition(b"\r\n\r\n")[2] for request in ticket_requests("127.0.0.1", api.port)]
+    bodies = ticket_bodies()
 
     async def wrk_and_health() -> tuple[dict, list[dict]]:
         stop = asyncio.Event()
