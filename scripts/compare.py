@@ -11,9 +11,8 @@ import argparse
 import asyncio
 import csv
 import json
-import statistics
 
-from scripts.stall import measure_stall
+from scripts.stall import FIGURES, measure_stall, median_pass
 from scripts.toolkit import charts, course
 from scripts.toolkit.cli import (
     Clock,
@@ -28,8 +27,6 @@ from scripts.toolkit.cli import (
 from scripts.toolkit.held import describe_peaks, draw_held
 from scripts.toolkit.stack import EXIT_CODES, add_modes_argument, parse_loops, run_name, running_lab
 from scripts.toolkit.watcher import record_tick_s, watched
-
-FIGURES = ("total_s", "health_answers", "health_median_ms", "health_slowest_ms")
 
 
 def measure_modes(
@@ -81,24 +78,34 @@ async def stall(
 
 
 def summarize(runs: dict) -> list[dict]:
-    """One row per mode and loop: the median of each figure over its passes, next to the course's figures."""
+    """One row per mode and loop: the median of each figure over its passes (each pass's under "each"),
+    next to the course's figures."""
     rows = []
     for results in runs.values():
-        mode = results[0]["mode"]
+        median = median_pass(results)
         row = {
-            "mode": mode,
-            "loop": results[0]["loop"],
+            "mode": median["mode"],
+            "loop": median["loop"],
             "passes": len(results),
-            "api_url": results[0]["url"],
-            "simulator_url": results[0]["simulator_url"],
-            "statuses": sorted({status for result in results for status in result["statuses"]}),
+            "api_url": median["url"],
+            "simulator_url": median["simulator_url"],
+            "statuses": median["statuses"],
+            **{figure: median[figure] for figure in FIGURES},
+            "each": [{figure: result[figure] for figure in FIGURES} for result in results],
         }
-        for figure in FIGURES:
-            values = [result[figure] for result in results if result[figure] is not None]
-            row[figure] = statistics.median(values) if values else None
-        row["course"] = course.stall(mode)
+        row["course"] = course.stall(row["mode"])
         rows.append(row)
     return rows
+
+
+def figures(row: dict) -> list[str]:
+    """A row's four figures as the table shows them."""
+    return [
+        f"{row['total_s']:.1f} s",
+        f"{row['health_answers']:g}",
+        shown_ms(row["health_median_ms"]),
+        shown_ms(row["health_slowest_ms"]),
+    ]
 
 
 def shown_ms(ms: float | None) -> str:
@@ -125,22 +132,14 @@ def render(rows: list[dict], passes: int, speed: float) -> str:
     ]
     lines = []
     for row in rows:
-        theirs = row["course"]
-        lines.append(
-            [
-                row["mode"],
-                *([row["loop"]] if several else []),
-                f"{row['total_s']:.1f} s",
-                f"{row['health_answers']:g}",
-                shown_ms(row["health_median_ms"]),
-                shown_ms(row["health_slowest_ms"]),
-                "|",
-                f"{theirs['total_s']:.1f} s",
-                str(theirs["health_answers"]),
-                shown_ms(theirs["health_median_ms"]),
-                shown_ms(theirs["health_slowest_ms"]),
+        label = [row["mode"], *([row["loop"]] if several else [])]
+        if row["passes"] > 1:  # each pass, then the median of each figure: the spread behind the median
+            lines += [
+                [f"{label[0]}, pass {n}", *label[1:], *figures(each), *[""] * 5]
+                for n, each in enumerate(row["each"], 1)
             ]
-        )
+            label[0] += ", median"
+        lines.append([*label, *figures(row), "|", *figures(row["course"])])
     where = "and event loop" if several else {"asyncio": "on asyncio's event loop", "uvloop": "on uvloop"}[loops[0]]
     title = f"scripts.stall per INTAKE_MODE {where}, median of {passes} pass{'es' if passes > 1 else ''}"
     title += "; course: median of 5 passes" if speed == 1 else f" at simulator speed {speed:g} (the course ran at 1)"

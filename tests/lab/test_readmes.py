@@ -1,5 +1,6 @@
 """The READMEs hold together: every link and anchor resolves, and the settings table and .env.example are `Settings`."""
 
+import ast
 import re
 from pathlib import Path
 
@@ -102,3 +103,34 @@ def test_env_example_problems_are_named():
     assert "DATABASE_URL is unset by default: it should be a comment" in env_example_problems(
         "DATABASE_URL=x", Settings
     )
+
+
+SOURCE_LINE = re.compile(r"(?P<file>[\w/]+\.py):(?P<line>\d+) in (?P<function>\w+)\(\): (?P<source>.+)$")
+
+
+def project_of(readme: Path) -> Path:
+    """The project a README speaks of: its snapshot's folder, or the root."""
+    snapshots = ROOT / "snapshots"
+    return snapshots / readme.relative_to(snapshots).parts[0] if snapshots in readme.parents else ROOT
+
+
+def innermost_function(path: Path, line: int) -> str | None:
+    """The name of the innermost function of `path` that holds `line`."""
+    functions = [
+        node
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.lineno <= line <= (node.end_lineno or 0)
+    ]
+    return max(functions, key=lambda node: node.lineno).name if functions else None
+
+
+@pytest.mark.parametrize("readme", READMES, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_every_sample_line_that_names_a_file_and_line_shows_that_line(readme):
+    wrong = []
+    for match in filter(None, (SOURCE_LINE.search(line) for line in readme.read_text().splitlines())):
+        path, number = project_of(readme) / match["file"], int(match["line"])
+        lines = path.read_text().splitlines() if path.exists() else []
+        shown = lines[number - 1].strip() if 0 < number <= len(lines) else None
+        if (shown, innermost_function(path, number) if shown else None) != (match["source"], match["function"]):
+            wrong.append(f"{match['file']}:{number} is {shown!r}, not {match['source']!r} in {match['function']}()")
+    assert not wrong, f"{readme.relative_to(ROOT)}: {wrong}"

@@ -21,14 +21,15 @@ def test_shapes_compare_inclusive_bounds_and_ranges():
     assert (
         shape_problems(
             figures,
-            {"health_answers": "2 to 4", "health_median_ms": ">= 5000 scaled", "total_s": "15 to 22 scaled"},
+            {"health_answers": "3 to 4", "health_median_ms": ">= 3000 scaled", "total_s": "15 to 22 scaled"},
             speed=0.2,
         )
         == []
     )
-    assert shape_problems({"health_answers": 5}, {"health_answers": "2 to 4"}, speed=0.2) == [
-        "health_answers is 5, expected 2 to 4"
-    ]
+    for answers in (2, 5):
+        assert shape_problems({"health_answers": answers}, {"health_answers": "3 to 4"}, speed=0.2) == [
+            f"health_answers is {answers}, expected 3 to 4"
+        ]
     assert shape_problems(figures, {"total_s": "15 to 22 scaled"}, speed=1) == ["total_s is 4.4, expected 15 to 22"]
     assert shape_problems(figures, {"health_answers": ">= 40"}, speed=1) == ["health_answers is 4, expected >= 40"]
     assert shape_problems(figures, {"health_median_ms": "<= 999"}, speed=1) == [

@@ -27,6 +27,7 @@ def a_pass(mode: str, total_s: float, answers: int, median_ms: float | None, slo
         "health_answers": answers,
         "health_median_ms": median_ms,
         "health_slowest_ms": slowest_ms,
+        "ticket_runs": [{"ticket": n, "status": 201} for n in range(1, 9)],
     }
 
 
@@ -55,6 +56,18 @@ def test_the_table_shows_a_stalled_health_in_seconds_and_a_free_one_in_milliseco
     assert re.fullmatch(r"blocking\s+18\.8 s\s+3\s+8\.74 s\s+9\.82 s\s+\|\s+18\.8 s\s+3\s+8\.74 s\s+9\.82 s", lines[2])
     assert re.fullmatch(r"async\s+5\.4 s\s+51\s+3\.4 ms\s+6\.0 ms\s+\|\s+5\.4 s\s+51\s+3\.4 ms\s+6\.0 ms", lines[3])
     assert "speed 0.05" in render(rows, passes=1, speed=0.05).splitlines()[0]
+
+
+def test_several_passes_show_each_pass_then_the_median_beside_the_course():
+    passes = [a_pass("blocking", 19.3, 3, 9370.0, 9750.0), a_pass("blocking", 17.7, 4, 4686.0, 7990.0)]
+    lines = render(summarize({"blocking": [*passes, a_pass("blocking", 18.1, 3, 8384.0, 9485.0)]}), 3, 1).splitlines()
+    assert "median of 3 passes" in lines[0]
+    assert re.fullmatch(r"blocking, pass 1\s+19\.3 s\s+3\s+9\.37 s\s+9\.75 s", lines[2])
+    assert re.fullmatch(r"blocking, pass 2\s+17\.7 s\s+4\s+4\.69 s\s+7\.99 s", lines[3])
+    assert lines[4].startswith("blocking, pass 3")
+    assert re.fullmatch(
+        r"blocking, median\s+18\.1 s\s+3\s+8\.38 s\s+9\.48 s\s+\|\s+18\.8 s\s+3\s+8\.74 s\s+9\.82 s", lines[5]
+    )
 
 
 def test_the_chart_of_health_medians_is_an_svg_with_both_scales(tmp_path):

@@ -7,7 +7,7 @@ import re
 
 import httpx
 
-from scripts.stall import measure_stall, report, send_ticket
+from scripts.stall import measure_stall, median_pass, report, send_ticket
 from scripts.toolkit import dataset
 from scripts.toolkit.answers import error_code, server_timing
 from scripts.toolkit.dataset import random_ticket
@@ -52,6 +52,20 @@ def test_the_report_lists_every_status_and_the_tickets_without_an_answer():
         "8 tickets, 4 at a time: 18.8 s, status codes [201, 503], 1 without an answer",
         "GET /health during that time: 0 answers",
     ]
+
+
+def test_the_median_pass_takes_each_figures_median_and_every_status():
+    passes = [
+        a_result(total_s=19.3, health_answers=3, health_median_ms=9370.0, health_slowest_ms=9750.0),
+        a_result(
+            total_s=17.7, health_answers=4, health_median_ms=4686.0, health_slowest_ms=7990.0, statuses=[201, 503]
+        ),
+        a_result(total_s=18.1, health_answers=3, health_median_ms=8384.0, health_slowest_ms=9485.0),
+    ]
+    median = median_pass(passes)
+    assert (median["total_s"], median["health_answers"], median["health_median_ms"]) == (18.1, 3, 8384.0)
+    assert median["health_slowest_ms"] == 9485.0 and median["statuses"] == [201, 503]
+    assert median_pass([a_result(health_answers=0, health_median_ms=None)])["health_median_ms"] is None
 
 
 def test_random_tickets_are_known_customers_with_varied_texts_and_follow_the_seed():
@@ -125,15 +139,25 @@ def stall_in(served_api, mode: str) -> dict:
         return asyncio.run(measure_stall(url, interval_s=0.02, seed=1))
 
 
+def waiting_share(result: dict) -> float:
+    """The share of the run that a /health probe spent waiting for its answer."""
+    return sum(probe["ms"] for probe in result["probes"]) / 1000 / result["total_s"]
+
+
 def test_blocking_mode_stalls_health_and_serializes_the_tickets(served_api):
     blocking, free = stall_in(served_api, "blocking"), stall_in(served_api, "async")
     assert blocking["statuses"] == free["statuses"] == [201]
-    assert len(blocking["ticket_runs"]) == 8 and len(blocking["probes"]) == blocking["health_answers"] >= 1
+    assert len(blocking["ticket_runs"]) == 8 and len(blocking["probes"]) == blocking["health_answers"] >= 2
     assert blocking["total_s"] > 6 * 3 * CALL_S  # 8 tickets' AI work one after another, not 2 rounds of 4
     assert free["total_s"] < 0.5 * blocking["total_s"]
     assert free["health_answers"] >= 5
-    assert blocking["health_median_ms"] > 1.5 * CALL_S * 1000  # /health waited for the AI work of tickets
-    assert blocking["health_median_ms"] > 20 * free["health_median_ms"]
+    # Whatever order the API read the tickets and the probes in, a probe that does no work waited for
+    # more than two provider calls of other requests, and /health was kept waiting for most of the run.
+    # (Which probe waits how long depends on that order: the lesson's shape is checked at speed 1.)
+    # (Async mode: slowest 4-50 ms, waiting 12-26% of the run; blocking: 587-627 ms, 90-96%, in 30 runs each.)
+    assert blocking["health_slowest_ms"] > 2 * CALL_S * 1000
+    assert waiting_share(blocking) > 0.6
+    assert free["health_median_ms"] < 0.5 * CALL_S * 1000
     assert all(run["ai_ms"] >= 3 * CALL_S * 1000 * 0.9 for run in free["ticket_runs"])
 
 
@@ -148,6 +172,24 @@ def test_the_command_prints_two_lines_and_its_json_holds_every_figure(served_api
     assert [run["ticket"] for run in figures["ticket_runs"]] == [1, 2, 3]
     assert all(run["end_s"] > run["start_s"] and run["provider_calls"] == [] for run in figures["ticket_runs"])
     assert all(set(probe) == {"start_s", "ms"} for probe in figures["probes"])
+
+
+def test_passes_print_each_pass_then_the_median_and_the_json_holds_them_all(served_api):
+    with served_api("async", FakeProvider(0.01)) as url:
+        result = run_module("scripts.stall", "--url", url, "--passes", "2", "--tickets", "2", "--concurrency", "2")
+        as_json = run_module("scripts.stall", "--url", url, "--passes", "2", "--tickets", "2", "--json")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert [lines[0], lines[3], lines[6]] == [
+        "pass 1 of 2",
+        "pass 2 of 2",
+        "median of 2 passes, each figure on its own",
+    ]
+    assert all(line.startswith("2 tickets, 2 at a time: ") for line in (lines[1], lines[4], lines[7]))
+    assert all(line.startswith("GET /health during that time: ") for line in (lines[2], lines[5], lines[8]))
+    figures = json.loads(as_json.stdout)
+    assert len(figures["passes"]) == 2 and figures["median"]["statuses"] == [201]
+    assert figures["median"]["health_answers"] == median_pass(figures["passes"])["health_answers"]
 
 
 def test_a_spent_quota_is_explained_after_the_two_lines(served_api):

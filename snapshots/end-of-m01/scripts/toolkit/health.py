@@ -20,30 +20,31 @@ async def probe_health(
     errors: list[str] | None = None,
     path: str = "/health",
 ) -> list[dict]:
-    """GET `path` `interval_s` after each answer until `stop` is set; each answer's start (s since `since`) and ms.
+    """GET `path` at once, then `interval_s` after each answer, until `stop` is set; each answer's start (s) and ms.
 
-    A probe that fails is not a sample; its reason goes to `errors` when a list is given. Use a
-    client of its own, so that a probe never waits for a connection of the load's pool.
+    A probe still on its way when `stop` is set is waited for and counts: its wait is part of what
+    was measured. A probe that fails is not a sample; its reason goes to `errors` when a list is
+    given. Use a client of its own, so that a probe never waits for a connection of the load's pool.
     """
     since = time.perf_counter() if since is None else since
     probes: list[dict] = []
     while True:
-        try:
-            await asyncio.wait_for(stop.wait(), interval_s)
-            return probes
-        except TimeoutError:
-            pass
         start_s = time.perf_counter() - since
         try:
             response = await client.get(path)
         except httpx.HTTPError as exc:
             if errors is not None:
                 errors.append(describe_failure(exc))
-            continue
-        if response.is_success:
-            probes.append({"start_s": start_s, "ms": (time.perf_counter() - since - start_s) * 1000})
-        elif errors is not None:
-            errors.append(describe_failure(response))
+        else:
+            if response.is_success:
+                probes.append({"start_s": start_s, "ms": (time.perf_counter() - since - start_s) * 1000})
+            elif errors is not None:
+                errors.append(describe_failure(response))
+        try:
+            await asyncio.wait_for(stop.wait(), interval_s)
+            return probes
+        except TimeoutError:
+            pass
 
 
 def times_ms(probes: list[dict]) -> list[float]:
