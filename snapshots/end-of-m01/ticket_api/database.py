@@ -44,8 +44,7 @@ class Database:
                 name="ticket_api",
                 open=False,
             )
-        busy = f"no free database connection within {self.timeout_s:g} s (DB_POOL_MAX_SIZE={self.max_size})"
-        self.busy_or_down = BusyOrDown(dsn, busy)
+        self.busy_or_down = BusyOrDown(dsn, settings)
         # For /metrics, counted here rather than read from the pool, which counts a connection it is still
         # re-opening as in use, and a request that gave up waiting as waiting, until a connection comes back.
         self.asked = InFlight()  # requests in connection(): waiting for a connection, or holding one
@@ -71,7 +70,7 @@ class Database:
             self.pool.close()
 
     @contextmanager
-    def connection(self) -> Iterator[psycopg.Connection]:
+    def connection(self) -> Iterator[CountingConnection]:
         """A connection in a transaction: committed when the block ends, rolled back if it raises."""
         try:
             if self.pool is None:

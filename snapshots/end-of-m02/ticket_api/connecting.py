@@ -6,7 +6,7 @@ from typing import Any
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
-from ticket_api.config import hide_password
+from ticket_api.config import Settings, hide_password
 from ticket_api.errors import DatabaseBusy, DatabaseUnavailable, StartupError
 
 CONNECT_TIMEOUT_S = 5
@@ -26,9 +26,12 @@ class BusyOrDown:
     cannot connect at all (db_unavailable). A new connection tells them apart, tried at most once a second
     however many requests time out together."""
 
-    def __init__(self, dsn: str, busy_detail: str):
+    def __init__(self, dsn: str, settings: Settings):
         self.dsn = dsn
-        self.busy_detail = busy_detail
+        self.busy = (
+            f"no free database connection within {settings.db_pool_timeout_s:g} s "
+            f"(DB_POOL_MAX_SIZE={settings.db_pool_max_size})"
+        )
         self.checked_at = -CHECK_EVERY_S
         self.down_because: str | None = None  # why the last try failed
 
@@ -43,7 +46,7 @@ class BusyOrDown:
             except psycopg.OperationalError as exc:
                 self.down_because = one_line(exc, self.dsn)
         if self.down_because is None:
-            return DatabaseBusy(self.busy_detail)
+            return DatabaseBusy(self.busy)
         return unavailable(self.down_because)
 
 
