@@ -25,6 +25,13 @@ def no_settings_from_the_terminal(monkeypatch) -> None:
             monkeypatch.delenv(name.upper(), raising=False)
 
 
+@pytest.fixture
+def clean_environment(monkeypatch, tmp_path) -> None:
+    """For tests of the settings themselves: no DATABASE_URL either, and a working directory without .env."""
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    monkeypatch.chdir(tmp_path)
+
+
 @pytest.fixture(scope="session")
 def database_url() -> Iterator[str]:
     """A new database for this run on the lab's server (embedded, or the one in DATABASE_URL); dropped after."""
