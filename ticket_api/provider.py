@@ -14,6 +14,7 @@ from httpx_aiohttp import AiohttpTransport
 
 from ticket_api.config import Settings
 from ticket_api.errors import ProviderBusy, ProviderTimeout, ProviderUnavailable, describe
+from ticket_api.metrics import InFlight
 from ticket_api.timing import note_provider_call
 
 log = logging.getLogger("ticket_api")
@@ -38,8 +39,7 @@ class Provider:
         cap = settings.provider_max_concurrency
         self._sync_slots = threading.BoundedSemaphore(cap) if cap else None
         self._slots = asyncio.Semaphore(cap) if cap else None
-        self._lock = threading.Lock()
-        self.in_flight = 0
+        self.calls = InFlight()
 
     def call(self, path: str, body: dict) -> tuple[dict, float]:
         """POST `body` to the provider and wait: (answer, elapsed ms), including any wait for a free slot."""
@@ -69,18 +69,20 @@ class Provider:
         with self._counted(), _transport_errors():
             return await self._aclient.post(path, json=body)
 
+    @property
+    def in_flight(self) -> int:
+        """Calls to the provider under way, for /metrics."""
+        return self.calls.now
+
     @contextmanager
     def _counted(self) -> Iterator[None]:
         """Count the call in `in_flight`, and note its start and end for the request (X-Provider-Calls)."""
-        with self._lock:
-            self.in_flight += 1
         started = time.perf_counter()
         try:
-            yield
+            with self.calls:
+                yield
         finally:
             note_provider_call(started)
-            with self._lock:
-                self.in_flight -= 1
 
     async def aclose(self) -> None:
         """Close both clients and their connections."""

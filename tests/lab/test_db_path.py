@@ -6,20 +6,9 @@ import random
 import psycopg
 import pytest
 
-from ticket_api.database import Database
 from ticket_api.timing import Timer, current_timer
 
-PREPARED = "SELECT count(*) FROM pg_prepared_statements"
-
-
-@pytest.fixture
-def db(make_settings):
-    """An open Database of one connection on the test database."""
-    settings = make_settings(db_pool_min_size=1, db_pool_max_size=1)
-    database = Database(settings.database_url, settings)
-    database.open()
-    yield database
-    database.close()
+PREPARED = "SELECT count(*) AS prepared FROM pg_prepared_statements"
 
 
 @pytest.fixture
@@ -34,15 +23,15 @@ def timer():
 def test_an_embedding_sent_as_a_list_of_floats_is_stored_as_real(db):
     values = [random.Random(5).uniform(-1, 1) for _ in range(256)]
     with db.connection() as conn:
-        stored, cast = conn.execute("SELECT %s::real[], %s::float8[]::real[]", (values, values)).fetchone()
-    assert stored == cast and len(stored) == 256
+        row = conn.execute("SELECT %s::real[] AS stored, %s::float8[]::real[] AS cast", (values, values)).fetchone()
+    assert row["stored"] == row["cast"] and len(row["stored"]) == 256
 
 
 def test_no_statement_is_prepared_so_a_rollback_sends_nothing_uncounted(db, timer):
     with db.connection() as conn:
         for customer in range(10):  # psycopg would prepare a statement from its fifth use on
             conn.execute("SELECT 1 FROM customers WHERE id = %s", (customer,))
-        assert conn.execute(PREPARED).fetchone()[0] == 0
+        assert conn.execute(PREPARED).fetchone()["prepared"] == 0
     before = timer.queries
     with pytest.raises(psycopg.errors.DivisionByZero), db.connection() as conn:
         conn.execute("SELECT 1 / %s", (0,))

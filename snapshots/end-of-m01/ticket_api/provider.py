@@ -2,7 +2,6 @@
 
 import asyncio
 import logging
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,6 +11,7 @@ import httpx
 
 from ticket_api.config import Settings
 from ticket_api.errors import ProviderBusy, ProviderTimeout, ProviderUnavailable, describe
+from ticket_api.metrics import InFlight
 from ticket_api.timing import note_provider_call
 
 log = logging.getLogger("ticket_api")
@@ -30,8 +30,7 @@ class Provider:
             "timeout": httpx.Timeout(timeout_s, connect=min(5.0, timeout_s)),
         }
         self._client = httpx.Client(transport=transport, **options)
-        self._lock = threading.Lock()
-        self.in_flight = 0
+        self.calls = InFlight()
 
     def call(self, path: str, body: dict) -> tuple[dict, float]:
         """POST `body` to the provider and wait: (answer, elapsed ms)."""
@@ -43,18 +42,20 @@ class Provider:
         with self._counted(), _transport_errors():
             return self._client.post(path, json=body)
 
+    @property
+    def in_flight(self) -> int:
+        """Calls to the provider under way, for /metrics."""
+        return self.calls.now
+
     @contextmanager
     def _counted(self) -> Iterator[None]:
         """Count the call in `in_flight`, and note its start and end for the request (X-Provider-Calls)."""
-        with self._lock:
-            self.in_flight += 1
         started = time.perf_counter()
         try:
-            yield
+            with self.calls:
+                yield
         finally:
             note_provider_call(started)
-            with self._lock:
-                self.in_flight -= 1
 
     def close(self) -> None:
         """Close the client and its connections."""

@@ -3,7 +3,7 @@
 from typing import Any
 
 import psycopg
-from psycopg.rows import dict_row
+from psycopg.rows import DictRow
 
 from ticket_api.ai import AiWork, do_ai_work
 from ticket_api.database import Database
@@ -43,9 +43,9 @@ def find_earlier_ticket(db: Database, new: NewTicket) -> Ticket | None:
         ).fetchone()
         if row is None:
             return None
-        if row[1] != new.fingerprint():
+        if row["request_hash"] != new.fingerprint():
             raise IdempotencyKeyReused("this Idempotency-Key was used for a different ticket")
-        return _select_ticket(conn, row[0])
+        return _select_ticket(conn, row["ticket_id"])
 
 
 def _ticket_under_taken_key(db: Database, new: NewTicket) -> Ticket:
@@ -66,7 +66,7 @@ def get_ticket(db: Database, ticket_id: int) -> Ticket | None:
 def list_tickets(db: Database, customer_id: int, limit: int, after: int = 0) -> list[Ticket]:
     """A customer's tickets with ids greater than `after`, oldest first, at most `limit`."""
     with db.connection() as conn:
-        rows = conn.cursor(row_factory=dict_row).execute(
+        rows = conn.execute(
             f"""SELECT {TICKET_COLUMNS} FROM tickets t JOIN ticket_ai_results r ON r.ticket_id = t.id
                 WHERE t.customer_id = %s AND t.id > %s ORDER BY t.id LIMIT %s""",
             (customer_id, after, limit),
@@ -74,29 +74,25 @@ def list_tickets(db: Database, customer_id: int, limit: int, after: int = 0) -> 
         return [Ticket(**row) for row in rows]
 
 
-def _check_customer(conn: psycopg.Connection, customer_id: int) -> None:
+def _check_customer(conn: psycopg.Connection[DictRow], customer_id: int) -> None:
     if conn.execute("SELECT 1 FROM customers WHERE id = %s", (customer_id,)).fetchone() is None:
         raise CustomerNotFound(f"customer {customer_id} does not exist")
 
 
-def _insert_ticket(conn: psycopg.Connection, new: NewTicket) -> dict[str, Any]:
+def _insert_ticket(conn: psycopg.Connection[DictRow], new: NewTicket) -> dict[str, Any]:
     # RETURNING gives the saved row back in the same round trip: no SELECT to read it again.
-    ticket = (
-        conn.cursor(row_factory=dict_row)
-        .execute(
-            """INSERT INTO tickets (customer_id, subject, body) VALUES (%s, %s, %s)
+    ticket = conn.execute(
+        """INSERT INTO tickets (customer_id, subject, body) VALUES (%s, %s, %s)
            RETURNING id, customer_id, subject, body, created_at""",
-            (new.customer_id, new.subject, new.body),
-        )
-        .fetchone()
-    )
+        (new.customer_id, new.subject, new.body),
+    ).fetchone()
     assert ticket is not None  # INSERT ... RETURNING gives the row it inserted
     if new.idempotency_key is not None:
         _claim_key(conn, new, ticket["id"])
     return ticket
 
 
-def _claim_key(conn: psycopg.Connection, new: NewTicket, ticket_id: int) -> None:
+def _claim_key(conn: psycopg.Connection[DictRow], new: NewTicket, ticket_id: int) -> None:
     # The primary key decides between concurrent requests: the second INSERT waits for the
     # first transaction, then finds the key taken. An expired key is given up first.
     conn.execute(
@@ -112,41 +108,33 @@ def _claim_key(conn: psycopg.Connection, new: NewTicket, ticket_id: int) -> None
         raise _KeyTaken
 
 
-def _insert_ai_results(conn: psycopg.Connection, ticket: dict[str, Any], work: AiWork) -> Ticket:
-    results = (
-        conn.cursor(row_factory=dict_row)
-        .execute(
-            """INSERT INTO ticket_ai_results (ticket_id, category, priority, draft_reply, embedding,
+def _insert_ai_results(conn: psycopg.Connection[DictRow], ticket: dict[str, Any], work: AiWork) -> Ticket:
+    results = conn.execute(
+        """INSERT INTO ticket_ai_results (ticket_id, category, priority, draft_reply, embedding,
                classify_model, classify_ms, draft_model, draft_ms, embed_model, embed_ms)
            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
            RETURNING category, priority, draft_reply""",
-            (
-                ticket["id"],
-                work.category,
-                work.priority,
-                work.draft_reply,
-                work.embedding,
-                work.models["classify"],
-                work.elapsed_ms["classify"],
-                work.models["draft"],
-                work.elapsed_ms["draft"],
-                work.models["embed"],
-                work.elapsed_ms["embed"],
-            ),
-        )
-        .fetchone()
-    )
+        (
+            ticket["id"],
+            work.category,
+            work.priority,
+            work.draft_reply,
+            work.embedding,
+            work.models["classify"],
+            work.elapsed_ms["classify"],
+            work.models["draft"],
+            work.elapsed_ms["draft"],
+            work.models["embed"],
+            work.elapsed_ms["embed"],
+        ),
+    ).fetchone()
     assert results is not None  # INSERT ... RETURNING gives the row it inserted
     return Ticket(**ticket, **results)
 
 
-def _select_ticket(conn: psycopg.Connection, ticket_id: int) -> Ticket | None:
-    row = (
-        conn.cursor(row_factory=dict_row)
-        .execute(
-            f"SELECT {TICKET_COLUMNS} FROM tickets t JOIN ticket_ai_results r ON r.ticket_id = t.id WHERE t.id = %s",
-            (ticket_id,),
-        )
-        .fetchone()
-    )
+def _select_ticket(conn: psycopg.Connection[DictRow], ticket_id: int) -> Ticket | None:
+    row = conn.execute(
+        f"SELECT {TICKET_COLUMNS} FROM tickets t JOIN ticket_ai_results r ON r.ticket_id = t.id WHERE t.id = %s",
+        (ticket_id,),
+    ).fetchone()
     return Ticket(**row) if row else None

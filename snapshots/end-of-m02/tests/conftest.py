@@ -11,7 +11,7 @@ from scripts.toolkit import dataset
 from scripts.toolkit.databases import temporary_database
 from tests.fakes import FakeProvider
 from ticket_api.config import Settings, load_settings
-from ticket_api.database import resolve_dsn
+from ticket_api.database import Database, resolve_dsn
 from ticket_api.main import create_app
 
 TEST_CUSTOMERS = dataset.Size(customers=20, tickets=0)
@@ -23,6 +23,13 @@ def no_settings_from_the_terminal(monkeypatch) -> None:
     for name in Settings.model_fields:
         if name != "database_url":
             monkeypatch.delenv(name.upper(), raising=False)
+
+
+@pytest.fixture
+def clean_environment(monkeypatch, tmp_path) -> None:
+    """For tests of the settings themselves: no DATABASE_URL either, and a working directory without .env."""
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    monkeypatch.chdir(tmp_path)
 
 
 @pytest.fixture(scope="session")
@@ -48,6 +55,16 @@ def make_settings(database_url: str):
         return load_settings(_env_file=None, **values)
 
     return make
+
+
+@pytest.fixture
+def db(make_settings) -> Iterator[Database]:
+    """An open Database on the test database (a pool of at most 2, waited for at most 0.5 s)."""
+    settings = make_settings(db_pool_max_size=2, db_pool_timeout_s=0.5)
+    database = Database(settings.database_url, settings)
+    database.open()
+    yield database
+    database.close()
 
 
 @pytest.fixture

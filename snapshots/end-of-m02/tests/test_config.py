@@ -21,12 +21,17 @@ def readme_defaults() -> dict[str, str]:
     return {found[1]: found[2].strip("`") for found in cells if found}
 
 
-@pytest.fixture(autouse=True)
-def clean_environment(monkeypatch, tmp_path):
-    """No lab variable from the terminal, and a working directory without .env."""
-    for name in ALL_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.chdir(tmp_path)
+pytestmark = pytest.mark.usefixtures("clean_environment")
+
+
+def refusal(monkeypatch, variable: str, value: str) -> str:
+    """The message load_settings() refuses `variable=value` with: one line, naming the variable first."""
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(StartupError) as caught:
+        load_settings()
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith(f"invalid setting {variable}=")
+    return message
 
 
 def test_defaults_match_the_readme():
@@ -80,12 +85,7 @@ def test_trailing_slash_of_the_provider_url_is_dropped(monkeypatch):
     ],
 )
 def test_a_bad_value_gives_one_line_naming_variable_value_and_what_is_allowed(monkeypatch, variable, value, allowed):
-    monkeypatch.setenv(variable, value)
-    with pytest.raises(StartupError) as caught:
-        load_settings()
-    message = str(caught.value)
-    assert "\n" not in message
-    assert variable in message
+    message = refusal(monkeypatch, variable, value)
     assert repr(value) in message
     assert allowed in message
 

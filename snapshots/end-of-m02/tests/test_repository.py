@@ -13,16 +13,6 @@ from ticket_api.repository import create_in_one_transaction, get_ticket, list_ti
 from ticket_api.timing import Timer, current_timer
 
 
-@pytest.fixture
-def db(make_settings):
-    """An open Database on the test database (a pool of at most 2)."""
-    settings = make_settings(db_pool_max_size=2, db_pool_timeout_s=0.5)
-    database = Database(settings.database_url, settings)
-    database.open()
-    yield database
-    database.close()
-
-
 def new_ticket(customer_id: int, subject: str = "Parcel 88 has not arrived") -> NewTicket:
     return NewTicket(customer_id=customer_id, subject=subject, body="It was due on Monday.")
 

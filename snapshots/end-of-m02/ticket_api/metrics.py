@@ -1,5 +1,7 @@
 """GET /metrics: what fills up while the API waits, in Prometheus text format."""
 
+import threading
+
 from anyio import to_thread
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily
@@ -76,3 +78,21 @@ class _LiveFigures:
 
 def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
     return GaugeMetricFamily(name, documentation, value=value)
+
+
+class InFlight:
+    """A figure counted from any thread: `with in_flight:` counts the block in `now` while it runs, and in `so_far`."""
+
+    def __init__(self) -> None:
+        self.now = 0
+        self.so_far = 0
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> None:
+        with self._lock:
+            self.now += 1
+            self.so_far += 1
+
+    def __exit__(self, *exc_info: object) -> None:
+        with self._lock:
+            self.now -= 1

@@ -35,7 +35,12 @@ class OneLineStartupErrors:
 
 
 class BodyLimit:
-    """A request body larger than `max_bytes` gets 413 `body_too_large`, announced or not."""
+    """A request body larger than `max_bytes` gets 413 `body_too_large`, announced or not.
+
+    Not FastAPI's own `max_body_size`: a body announced too large (Content-Length) gets its answer in
+    plain text, `Content Too Large`, from outside the app's error handlers: no error code, no
+    `Connection: close`, and the request log would log the status the route meant to send.
+    """
 
     def __init__(self, app: ASGIApp, max_bytes: int):
         self.app = app

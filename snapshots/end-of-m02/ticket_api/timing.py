@@ -14,13 +14,11 @@ class Timer:
     Blocks nest: time spent in an inner block counts for the inner bucket only.
     """
 
-    # (start, end) perf_counter pairs; a request without provider calls shares this empty tuple.
-    provider_calls: tuple[tuple[float, float], ...] = ()
-
     def __init__(self) -> None:
         self.started = time.perf_counter()
         self.spent_ms = dict.fromkeys(BUCKETS, 0.0)
         self.queries = 0
+        self.provider_calls: list[tuple[float, float]] = []  # (start, end) on the perf_counter clock
         self._inner_ms = 0.0
 
     @contextmanager
@@ -68,4 +66,4 @@ def note_provider_call(started: float) -> None:
     """Note that a provider call of the current request ran from `started` (perf_counter) until now."""
     timer = current_timer.get()
     if timer is not None:
-        timer.provider_calls += ((started, time.perf_counter()),)
+        timer.provider_calls.append((started, time.perf_counter()))

@@ -6,7 +6,8 @@ from types import SimpleNamespace
 import pytest
 
 from scripts.toolkit import lab, processes
-from ticket_api.database import apply_schema, connect
+from ticket_api.connecting import connect
+from ticket_api.database import apply_schema
 from ticket_api.embedded import embedded_dsn, stop_embedded
 
 

@@ -22,7 +22,7 @@ from tests.fakes import FakeProvider
 from tests.lab.reliability.reliability_testing import MODES, assert_idle, marked_ticket, post_all, rows_of
 from tests.servers import serve
 from ticket_api.config import load_settings
-from ticket_api.database import CONNECT_TIMEOUT_S
+from ticket_api.connecting import CONNECT_TIMEOUT_S
 from ticket_api.embedded import embedded_dsn, stop_embedded
 from ticket_api.main import create_app
 
