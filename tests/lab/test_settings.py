@@ -23,7 +23,7 @@ BAD = [  # variable, value, a word of the one-line answer
     ("PROVIDER_TIMEOUT_S", "-inf", "greater than 0"),
     ("PROVIDER_MAX_CONNECTIONS", "0", "greater than or equal to 1"),
     ("PROVIDER_MAX_CONNECTIONS", "99999999999", "less than or equal to"),
-    ("PROVIDER_ASYNC_CLIENT", "httptools", "'aiohttp' or 'httpx'"),
+    ("PROVIDER_ASYNC_CLIENT", "httptools", "'aiohttp', 'httpx' or 'httpx2'"),
     ("THREAD_LIMIT", "1e9", "valid integer"),
     ("PROVIDER_API_KEY", "sk-café", "printable ASCII"),
     ("PROVIDER_API_KEY", "sk lab", "printable ASCII"),
