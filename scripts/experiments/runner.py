@@ -1,14 +1,13 @@
 """The experiment app under uvicorn as a Service, and what probe, sweep and thread_cliff start before measuring."""
 
 import argparse
-import sys
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from scripts.experiments.settings import DEFAULT_PROVIDER_URL, DEFAULT_THREAD_LIMIT, ExperimentSettings
 from scripts.toolkit.cli import PROJECT_ROOT, positive_int, progress
-from scripts.toolkit.lab import simulator, started
+from scripts.toolkit.lab import simulator, started, uvicorn_command
 from scripts.toolkit.processes import Service, free_port
 
 APP = "scripts.experiments.app:app"
@@ -24,9 +23,7 @@ def experiment_app(
 ) -> Service:
     """The experiment app under uvicorn on a free port of 127.0.0.1, on asyncio's own loop, without access log."""
     port = port or free_port()
-    argv = [sys.executable, "-m", "uvicorn", APP, "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)]
-    # asyncio's own loop, named: uvicorn's "auto" would take uvloop whenever it is installed.
-    argv += ["--loop", "asyncio", "--timeout-graceful-shutdown", "30", "--no-access-log"]
+    argv = uvicorn_command(APP, port, workers)
     return Service("experiments", argv, port, env=settings.environment(), log_dir=log_dir, cwd=cwd)
 
 
