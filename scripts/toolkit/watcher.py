@@ -20,6 +20,8 @@ from typing import Any, TypeVar
 
 import httpx
 
+from scripts.toolkit.health import HealthProbes, probe_health
+from scripts.toolkit.lag import lag_between
 from scripts.toolkit.metrics import Metrics, read_metrics
 
 TICK_S = 0.2  # the page's; scripts.compare and scripts.capacity record every RECORD_TICK_S
@@ -97,32 +99,6 @@ def read_simulator_stats(response: httpx.Response) -> dict[str, Any]:
     return {key: stats[key] for key in ("in_flight", "quota_limit", "quota_remaining")}
 
 
-def largest_lag_s(before: Scrape, after: Scrape) -> float | None:
-    """The largest event-loop lag observed between two scrapes, read from the lag histogram.
-
-    The histogram keeps counts per bucket, not single values: the estimate is the mean of the
-    observations in the highest bucket that grew (the others counted at their bucket's lower bound),
-    kept within that bucket's bounds: its error is at most the bucket's width (1 to 2.5 s, say).
-    """
-    name = "ticket_api_event_loop_lag_seconds"
-
-    def grown(sample: str, **labels: str) -> float:
-        return (after.get(sample, **labels) or 0.0) - (before.get(sample, **labels) or 0.0)
-
-    total, lag_sum = grown(f"{name}_count"), grown(f"{name}_sum")
-    if total <= 0:
-        return 0.0  # no heartbeat between two answers so close together (or the API restarted)
-    lower, counted, below_sum = 0.0, 0.0, 0.0
-    for bound in sorted(after.by_label(f"{name}_bucket", "le"), key=float):
-        cumulative = grown(f"{name}_bucket", le=bound)
-        in_bucket = cumulative - counted
-        if cumulative >= total:  # the highest bucket that grew
-            return round(min(max((lag_sum - below_sum) / in_bucket, lower), float(bound)), 4)
-        below_sum += in_bucket * lower
-        lower, counted = float(bound), cumulative
-    return None
-
-
 def interval_figures(before: Scrape, oldest: Scrape, scrape: Scrape) -> Row:
     """The figures of the time between answers of /metrics: the largest lag and the DB connections lent per
     second since `before`, tickets/s by outcome since `oldest` (RATE_OVER_S ago)."""
@@ -130,7 +106,7 @@ def interval_figures(before: Scrape, oldest: Scrape, scrape: Scrape) -> Row:
     earlier = oldest.by_label("ticket_api_tickets_total", "outcome")
     lent, lent_before = scrape.get("ticket_api_db_pool_lent_total"), before.get("ticket_api_db_pool_lent_total")
     return {
-        "lag_s": largest_lag_s(before, scrape),
+        "lag_s": lag_between(before, scrape)["largest_s"],
         "tickets_per_s": {
             outcome: per_s(count, earlier.get(outcome, 0.0), scrape.at - oldest.at)
             for outcome, count in created.items()
@@ -163,17 +139,24 @@ class Watcher:
     _interval: Row = field(default_factory=lambda: dict.fromkeys(INTERVAL_KEYS))
 
     def rows(self) -> list[Row]:
-        """The rows of the window, oldest first; each has `t`, seconds since the watcher started."""
-        return list(self._rows)
+        """The rows of the window, oldest first; each has `t`, seconds since the watcher started.
+
+        Copies, made without a switch of threads: the watch page's server reads them from a thread of its own.
+        """
+        return [dict(row) for row in list(self._rows)]
 
     async def run(self) -> None:
         """Probe and make rows until cancelled."""
-        limits = httpx.Limits(max_connections=3, max_keepalive_connections=3)
-        async with httpx.AsyncClient(limits=limits, trust_env=False) as client:
-            self.health = Probe(client, f"{self.api_url}/health", self.tick_s / 2)
+        async with (
+            httpx.AsyncClient(timeout=TIMEOUT_S, trust_env=False) as client,
+            httpx.AsyncClient(base_url=self.api_url, timeout=TIMEOUT_S, trust_env=False) as health_client,
+        ):
+            self.health = HealthProbes(time.perf_counter())
             self.metrics = Probe(client, f"{self.api_url}/metrics", self.tick_s, read_scrape)
             self.simulator = Probe(client, f"{self.simulator_url}/admin/stats", self.tick_s, read_simulator_stats)
-            probes = [asyncio.create_task(probe.run()) for probe in (self.health, self.metrics, self.simulator)]
+            probes = [asyncio.create_task(probe.run()) for probe in (self.metrics, self.simulator)]
+            never = asyncio.Event()  # the prober is cancelled with the others
+            probes.append(asyncio.create_task(probe_health(health_client, self.tick_s / 2, never, seen=self.health)))
             try:
                 while True:  # the first row after the probes had a tick to answer
                     await asyncio.sleep(self.tick_s - (time.monotonic() - self.started) % self.tick_s)
@@ -184,17 +167,20 @@ class Watcher:
                 await asyncio.gather(*probes, return_exceptions=True)
 
     def _tick(self, now: float) -> None:
-        row: Row = {"t": round(now - self.started, 3), **self._health(now), **self._api(now), **self._simulator(now)}
+        row: Row = {"t": round(now - self.started, 3), **self._health(), **self._api(now), **self._simulator(now)}
         self._rows.append(row)
         while self._rows and self._rows[0]["t"] < row["t"] - self.window_s:
             self._rows.popleft()
 
-    def _health(self, now: float) -> Row:
-        """/health as timed here: the last answer's time, or longer while one waits (then: no answer)."""
-        waiting = self.health.waiting_s(now)
-        if self.health.answer is None and waiting == 0:
-            return {"health_s": None, "api_answers": False}  # refused: the API is down
-        return {"health_s": round(max(self.health.took_s or 0.0, waiting), 4), "api_answers": self.health.answers(now)}
+    def _health(self) -> Row:
+        """/health as timed by the one prober: the last answer's time, or longer while one waits (then: no answer)."""
+        seen = self.health
+        waiting = 0.0 if seen.sent_at is None else time.perf_counter() - seen.sent_at
+        answered = bool(seen.answers) and not seen.refused  # the last GET had an answer
+        if not answered and waiting < NO_ANSWER_S:
+            return {"health_s": None, "api_answers": False}  # refused (and asked again at once): the API is down
+        took_s = seen.answers[-1]["ms"] / 1000 if answered else 0.0
+        return {"health_s": round(max(took_s, waiting), 4), "api_answers": answered and waiting < NO_ANSWER_S}
 
     def _api(self, now: float) -> Row:
         scrape: Scrape | None = self.metrics.answer if self.metrics.answers(now) else None
