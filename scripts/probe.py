@@ -11,10 +11,12 @@ import asyncio
 import json
 from collections import Counter
 
+import httpx
+
 from scripts.experiments.runner import add_app_arguments, app_to_measure, check_app_arguments
 from scripts.toolkit.cli import fmt_ms, positive_float, positive_int, progress, route_path, run
 from scripts.toolkit.health import check_api, probe_health, times_ms
-from scripts.toolkit.load import closed_loop, getter, open_client, open_clients, warm_up
+from scripts.toolkit.load import closed_loop, getter, session, warm_up
 from scripts.toolkit.quantiles import summarize
 
 EXIT_CODES = (
@@ -24,13 +26,13 @@ EXIT_CODES = (
 
 async def measure(url: str, path: str, concurrency: int, requests: int, interval_s: float) -> dict:
     """Warm the route up, then load it and probe /health at the same time; returns the figures."""
-    async with open_client(url) as probe_client, open_clients(url, concurrency) as load_clients:
+    async with httpx.AsyncClient(base_url=url, timeout=120) as probe_client, session(url, concurrency) as opened:
         await check_api(probe_client)
-        await warm_up(load_clients, path)
+        await warm_up(opened, path)
         stop = asyncio.Event()
         prober = asyncio.create_task(probe_health(probe_client, interval_s, stop))
         try:
-            load = await closed_loop([getter(client, path) for client in load_clients], requests=requests)
+            load = await closed_loop([getter(opened, path)] * concurrency, requests=requests)
         finally:
             stop.set()
             health_ms = times_ms(await prober)

@@ -11,10 +11,12 @@ import argparse
 import asyncio
 import json
 
+import httpx
+
 from scripts.experiments.runner import add_app_arguments, app_to_measure, check_app_arguments
 from scripts.toolkit.cli import fmt_ms, parse_levels, positive_float, progress, route_path, run
 from scripts.toolkit.health import check_api
-from scripts.toolkit.load import closed_loop, getter, open_client, open_clients, warm_up
+from scripts.toolkit.load import closed_loop, getter, session, warm_up
 from scripts.toolkit.quantiles import quantile
 
 EXIT_CODES = (
@@ -28,12 +30,12 @@ P99_CLIMB = 1.2  # ... while p99 grows by more than 20%
 async def sweep(url: str, path: str, levels: list[int], duration_s: float) -> list[dict]:
     """Measure every level in turn, on the same warmed-up connections; returns one row per level."""
     rows = []
-    async with open_client(url) as check_client, open_clients(url, max(levels)) as clients:
+    async with httpx.AsyncClient(base_url=url, timeout=10) as check_client, session(url, max(levels)) as opened:
         await check_api(check_client)
-        await warm_up(clients, path)
+        await warm_up(opened, path)
         for concurrency in levels:
             progress(f"  {concurrency} in flight for {duration_s:g} s ...")
-            load = await closed_loop([getter(client, path) for client in clients[:concurrency]], duration_s=duration_s)
+            load = await closed_loop([getter(opened, path)] * concurrency, duration_s=duration_s)
             row = {
                 "concurrency": concurrency,
                 "ok": len(load.latencies_ms),

@@ -16,7 +16,7 @@ from scripts.experiments.runner import served
 from scripts.toolkit.answers import describe_failure
 from scripts.toolkit.cli import CommandError, fmt_ms, parse_levels, positive_int, progress, run
 from scripts.toolkit.health import probe_health, times_ms
-from scripts.toolkit.load import closed_loop, getter, open_client, open_clients, warm_up
+from scripts.toolkit.load import Send, closed_loop, getter, session, warm_up
 from scripts.toolkit.quantiles import quantile
 
 SLOW_PATH = "/sleep/def?ms={ms}"
@@ -30,33 +30,29 @@ async def measure_cliff(url: str, levels: list[int], hold_ms: int, samples: int)
     slow_path = SLOW_PATH.format(ms=hold_ms)
     rows = []
     async with (
-        open_client(url) as trivial_client,
-        open_client(url) as health_client,
-        open_clients(url, max(levels)) as slow_clients,
+        httpx.AsyncClient(base_url=url, timeout=120) as trivial_client,
+        httpx.AsyncClient(base_url=url, timeout=120) as health_client,
+        session(url, max(levels)) as slow,
     ):
-        await warm_up(slow_clients, SLOW_PATH.format(ms=1))
+        await warm_up(slow, SLOW_PATH.format(ms=1))
         await timed_get(trivial_client, TRIVIAL_PATH)
         for in_flight in levels:
             progress(f"  {in_flight} slow requests in flight ...")
-            rows.append(
-                await measure_level(
-                    slow_clients[:in_flight], slow_path, hold_ms, samples, trivial_client, health_client
-                )
-            )
+            slow_users = [getter(slow, slow_path)] * in_flight
+            rows.append(await measure_level(slow_users, hold_ms, samples, trivial_client, health_client))
     return rows
 
 
 async def measure_level(
-    slow_clients: list[httpx.AsyncClient],
-    slow_path: str,
+    slow_users: list[Send],
     hold_ms: int,
     samples: int,
     trivial_client: httpx.AsyncClient,
     health_client: httpx.AsyncClient,
 ) -> dict:
-    """Keep one slow request per client in flight; time the trivial route `samples` times meanwhile."""
+    """Keep one slow request per user in flight; time the trivial route `samples` times meanwhile."""
     stop_load, stop_probe = asyncio.Event(), asyncio.Event()
-    load = asyncio.create_task(closed_loop([getter(client, slow_path) for client in slow_clients], stop=stop_load))
+    load = asyncio.create_task(closed_loop(slow_users, stop=stop_load))
     # Let every slow request reach the API and take its thread before the first timing.
     await asyncio.sleep(min(0.3, hold_ms / 4000))
     prober = asyncio.create_task(probe_health(health_client, PROBE_INTERVAL_S, stop_probe))
@@ -71,7 +67,7 @@ async def measure_level(
         health_ms = times_ms(await prober)
         slow = await load  # the slow requests must finish: their threads would still be busy at the next level
     return {
-        "in_flight": len(slow_clients),
+        "in_flight": len(slow_users),
         "trivial_p50_ms": quantile(trivial_ms, 0.5),
         "trivial_max_ms": max(trivial_ms),
         "health_p50_ms": quantile(health_ms, 0.5) if health_ms else None,
