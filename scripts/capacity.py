@@ -31,7 +31,7 @@ from scripts.toolkit.cli import (
 from scripts.toolkit.held import describe_peaks, draw_held
 from scripts.toolkit.load import SATURATED_CPU_SHARE
 from scripts.toolkit.locust import run_locust
-from scripts.toolkit.stack import EXIT_CODES, add_modes_argument, event_loop, running_lab
+from scripts.toolkit.stack import EXIT_CODES, add_modes_argument, event_loop, running_stack
 from scripts.toolkit.watcher import record_tick_s, recorded_in_thread
 
 
@@ -41,7 +41,7 @@ def cpu_seconds(pid: int) -> float:
     return sum(sum(p.cpu_times()[:2]) for p in [process, *process.children(recursive=True)])
 
 
-def measure_modes(lab, args: argparse.Namespace, folder, clock: Clock) -> list[dict]:
+def measure_modes(stack, args: argparse.Namespace, folder, clock: Clock) -> list[dict]:
     """One Locust run per mode, users level and pass; each with the limit measured in the same run.
 
     With args.held, each run also records what the server held meanwhile (its "held").
@@ -53,15 +53,15 @@ def measure_modes(lab, args: argparse.Namespace, folder, clock: Clock) -> list[d
         progress("note: no held charts with --api-workers above 1: each API process has its own /metrics")
     for mode in args.modes:
         progress(f"[{clock}] {mode}: starting the simulator and the API ({args.api_workers} process(es))")
-        with lab.api(mode, workers=args.api_workers, loop=args.loop) as api:
+        with stack.api(mode, workers=args.api_workers, loop=args.loop) as api:
             for users in args.users:
                 for number in range(1, args.passes + 1):
                     label = f"{mode}, {users} users, pass {number}/{args.passes}"
                     progress(f"[{clock}] {label}: {args.duration} s of Locust ...")
-                    before_id, api_cpu_before = lab.last_ticket_id(), cpu_seconds(api.process.pid)
+                    before_id, api_cpu_before = stack.last_ticket_id(), cpu_seconds(api.process.pid)
                     started = time.monotonic()
                     with (
-                        recorded_in_thread(api.url, lab.simulator.url, record_tick_s(args.speed))
+                        recorded_in_thread(api.url, stack.simulator.url, record_tick_s(args.speed))
                         if held
                         else contextlib.nullcontext({})
                     ) as recording:
@@ -75,7 +75,7 @@ def measure_modes(lab, args: argparse.Namespace, folder, clock: Clock) -> list[d
                         # before the recording's last ticks: the run's CPU and time are Locust's alone
                         api_cpu_s = cpu_seconds(api.process.pid) - api_cpu_before
                         elapsed_s = time.monotonic() - started
-                    saved, provider_s = lab.provider_time(before_id)
+                    saved, provider_s = stack.provider_time(before_id)
                     limit = users / provider_s if provider_s else None
                     runs.append(
                         {
@@ -85,7 +85,7 @@ def measure_modes(lab, args: argparse.Namespace, folder, clock: Clock) -> list[d
                             "pass": number,
                             "duration_s": args.duration,
                             "api_url": api.url,
-                            "simulator_url": lab.simulator.url,
+                            "simulator_url": stack.simulator.url,
                             **figures,
                             "tickets_saved": saved,
                             "provider_s_per_ticket": provider_s,
@@ -281,8 +281,8 @@ def main(argv: list[str] | None = None) -> int:
     draw = charts.can_draw("chart")
     folder = output_folder(args.out, "capacity")
     clock = Clock()
-    with running_lab(args.speed, folder / "logs", clock) as lab:
-        runs = measure_modes(lab, args, folder, clock)
+    with running_stack(args.speed, folder / "logs", clock) as stack:
+        runs = measure_modes(stack, args, folder, clock)
     rows = summarize(runs)
     written = write_files(folder, rows, runs, args.speed, draw)
     if args.json:

@@ -26,14 +26,14 @@ from scripts.toolkit.cli import (
     run,
 )
 from scripts.toolkit.held import describe_peaks, draw_held
-from scripts.toolkit.stack import EXIT_CODES, add_modes_argument, parse_loops, run_name, running_lab
+from scripts.toolkit.stack import EXIT_CODES, add_modes_argument, parse_loops, run_name, running_stack
 from scripts.toolkit.watcher import record_tick_s, watched
 
 FIGURES = ("total_s", "health_answers", "health_median_ms", "health_slowest_ms")
 
 
 def measure_modes(
-    lab,
+    stack,
     modes: list[str],
     loops: list[str],
     passes: int,
@@ -50,14 +50,14 @@ def measure_modes(
     for mode in modes:
         for loop in loops:
             name = run_name(mode, loop)
-            with lab.api(mode, loop=loop) as api:
+            with stack.api(mode, loop=loop) as api:
                 runs[name] = []
                 for number in range(1, passes + 1):
                     progress(f"[{clock}] {name}, pass {number}/{passes}: 8 tickets, 4 at a time ...")
                     pass_seed = None if seed is None else seed + number
-                    result = asyncio.run(stall(api.url, lab.simulator.url, interval_s, pass_seed, held, lab.speed))
+                    result = asyncio.run(stall(api.url, stack.simulator.url, interval_s, pass_seed, held, stack.speed))
                     runs[name].append(
-                        {"mode": mode, "loop": loop, "pass": number, "simulator_url": lab.simulator.url, **result}
+                        {"mode": mode, "loop": loop, "pass": number, "simulator_url": stack.simulator.url, **result}
                     )
                     progress(
                         f"[{clock}] {name}, pass {number}/{passes}: {result['total_s']:.1f} s, "
@@ -231,9 +231,9 @@ def main(argv: list[str] | None = None) -> int:
     draw = charts.can_draw("charts")
     folder = output_folder(args.out, "compare")
     clock = Clock()
-    with running_lab(args.speed, folder / "logs", clock) as lab:
+    with running_stack(args.speed, folder / "logs", clock) as stack:
         runs = measure_modes(
-            lab, args.modes, args.loop, args.passes, args.interval or 0.1 * args.speed, args.seed, clock, args.held
+            stack, args.modes, args.loop, args.passes, args.interval or 0.1 * args.speed, args.seed, clock, args.held
         )
     rows = summarize(runs)
     written = write_files(folder, rows, runs, args.speed, draw)

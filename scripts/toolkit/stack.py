@@ -1,6 +1,6 @@
 """The whole lab per INTAKE_MODE, from nothing: the database, then a simulator and the API in a mode on top of it.
 
-`running_lab()` starts the database and `Lab.api(mode)` a simulator (quota off) and the API in that
+`running_stack()` starts the database and `Stack.api(mode)` a simulator (quota off) and the API in that
 mode (compare, capacity, bench). Whatever it starts is stopped by pid when the `with` block ends:
 normally, on an error, on Ctrl+C and on SIGTERM (toolkit.cli.run makes it one).
 """
@@ -26,7 +26,7 @@ EXIT_CODES = (
 )
 
 
-class Lab:
+class Stack:
     """The running database; `api(mode)` starts a simulator and the API in that mode on top of it."""
 
     def __init__(self, dsn: str, speed: float, log_dir: Path, clock: Clock):
@@ -34,7 +34,14 @@ class Lab:
         self.speed = speed
         self.log_dir = log_dir
         self.clock = clock
-        self.simulator: Service | None = None
+        self._simulator: Service | None = None
+
+    @property
+    def simulator(self) -> Service:
+        """The simulator of the API started last."""
+        if self._simulator is None:
+            raise RuntimeError("no API started yet: the simulator starts with it")
+        return self._simulator
 
     @contextmanager
     def api(
@@ -49,7 +56,7 @@ class Lab:
         name = run_name(mode, loop)
         folder = self.log_dir / name
         with started(simulator(speed=self.speed, quota=0, log_dir=folder)) as provider:
-            self.simulator = provider
+            self._simulator = provider
             settings = {"INTAKE_MODE": mode, "DATABASE_URL": self.dsn, **(env or {})}
             with started(api(f"{provider.url}/v1", env=settings, workers=workers, log_dir=folder, loop=loop)) as server:
                 progress(
@@ -74,12 +81,12 @@ class Lab:
 
 
 @contextmanager
-def running_lab(speed: float, log_dir: Path, clock: Clock) -> Iterator[Lab]:
+def running_stack(speed: float, log_dir: Path, clock: Clock) -> Iterator[Stack]:
     """Start the database (the small data set loaded if missing)."""
     # The parent starts the embedded server and so owns its lifetime; the APIs get its URL.
     dsn = resolve_dsn(load_settings())
     progress(f"database {shown_dsn(dsn)}: {init(dsn, 'small')}")
-    yield Lab(dsn, speed, log_dir, clock)
+    yield Stack(dsn, speed, log_dir, clock)
 
 
 def parse_modes(text: str) -> list[str]:
