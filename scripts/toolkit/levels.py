@@ -99,12 +99,14 @@ def ticket_bodies(count: int = 500, seed: int = 7) -> list[bytes]:
     return [orjson.dumps(random_ticket(rng)) for _ in range(count)]
 
 
-async def health_during(url: str, start: float, duration_s: float) -> list[float]:
+async def health_during(
+    url: str, start: float, duration_s: float, interval_s: float = HEALTH_INTERVAL_S
+) -> list[float]:
     """GET /health's times (ms) by the one prober, from `start` (time.perf_counter()) for `duration_s`."""
     await asyncio.sleep(start - time.perf_counter())
     stop = asyncio.Event()
     async with httpx.AsyncClient(base_url=url, timeout=60) as client:
-        prober = asyncio.create_task(probe_health(client, HEALTH_INTERVAL_S, stop))
+        prober = asyncio.create_task(probe_health(client, interval_s, stop))
         await asyncio.sleep(start + duration_s - time.perf_counter())
         stop.set()
         return times_ms(await prober)

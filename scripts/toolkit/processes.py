@@ -152,7 +152,8 @@ class Service:
         if self.process is None:
             return None
         stop_process(self.process, timeout_s)
-        if self._own_log_dir and self.process.returncode == 0:
+        # uvicorn raises the SIGTERM again once it has shut down gracefully: that is a clean end too.
+        if self._own_log_dir and self.process.returncode in (0, -signal.SIGTERM):
             shutil.rmtree(self.log_path.parent, ignore_errors=True)
         return self.process.returncode
 
