@@ -24,9 +24,9 @@ import httpx
 from scripts.toolkit import charts
 from scripts.toolkit.cli import Clock, CommandError, format_table, output_folder, parse_levels, progress, run
 from scripts.toolkit.cpu import processes_by_role
-from scripts.toolkit.lag import lag_between, watchdog_lines
 from scripts.toolkit.levels import measure, recorded_ticket_ms
 from scripts.toolkit.metrics import Metrics, read_metrics
+from scripts.toolkit.readings import lag_between, watchdog_lines
 from scripts.toolkit.stack import Stack, running_stack
 
 CLIENTS = ("httpx", "aiohttp")

@@ -13,15 +13,11 @@ from collections import Counter
 
 import httpx
 
-from scripts.experiments.runner import add_app_arguments, app_to_measure, check_app_arguments
+from scripts.experiments.runner import MEASURE_EXIT_CODES, add_app_arguments, app_to_measure, check_app_arguments
 from scripts.toolkit.cli import fmt_ms, positive_float, positive_int, progress, route_path, run
 from scripts.toolkit.health import check_api, probe_health, times_ms
 from scripts.toolkit.load import closed_loop, getter, session, warm_up
 from scripts.toolkit.quantiles import summarize
-
-EXIT_CODES = (
-    "Exit codes: 0 every request answered 2xx, 1 some failed, 2 the app cannot start or be reached, or bad arguments."
-)
 
 
 async def measure(url: str, path: str, concurrency: int, requests: int, interval_s: float) -> dict:
@@ -79,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m scripts.probe",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=EXIT_CODES,
+        epilog=MEASURE_EXIT_CODES,
     )
     parser.add_argument("path", type=route_path, help="the route to load, e.g. /sleep/async-blocking")
     parser.add_argument("--concurrency", type=positive_int, default=10, help="requests in flight at once (default 10)")

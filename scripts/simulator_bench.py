@@ -25,7 +25,7 @@ from scripts.toolkit import lab, reference
 from scripts.toolkit.answers import Answer
 from scripts.toolkit.cli import format_table, positive_float, progress, run
 from scripts.toolkit.levels import health_during
-from scripts.toolkit.load import Load, closed_loop, poster, session
+from scripts.toolkit.load import Load, closed_loop, sender, session
 from scripts.toolkit.processes import raise_open_files_limit
 from scripts.toolkit.quantiles import quantile
 from simulator.embeddings import embed_text
@@ -61,7 +61,7 @@ def drive(url: str, users: int, duration_s: float, ramp_s: float, health: bool =
 
     async def load() -> tuple[Load, list[float]]:
         async with session(url, users, headers={"Authorization": "Bearer bench"}) as opened:
-            send = [poster(opened, TICKET_CALLS, first, delay_ms) for first in range(users)]
+            send = [sender(opened, TICKET_CALLS, first, delay_ms) for first in range(users)]
             start = time.perf_counter() + ramp_s
             loaded = closed_loop(send, duration_s=duration_s, ramp_s=ramp_s)
             if not health:

@@ -12,6 +12,10 @@ from scripts.toolkit.processes import Service, free_port
 
 APP = "scripts.experiments.app:app"
 UPSTREAM_PREFIX = "/upstream/"  # the routes that call the provider
+# The exit codes of the commands that measure a route (probe, sweep).
+MEASURE_EXIT_CODES = (
+    "Exit codes: 0 every request answered 2xx, 1 some failed, 2 the app cannot start or be reached, or bad arguments."
+)
 
 
 def experiment_app(

@@ -43,6 +43,12 @@ def processes_by_role(api_pid: int, simulator_pid: int) -> Roles:
     return roles
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU seconds used so far by a process and its children (the API's worker processes)."""
+    process = psutil.Process(pid)
+    return sum(sum(p.cpu_times()[:2]) for p in [process, *process.children(recursive=True)])
+
+
 def cpu_snapshot(groups: dict[str, list[psutil.Process]]) -> Snapshot:
     """CPU seconds (user + system) each process of each role has used so far; the API's split into its loop
     and other threads.

@@ -25,7 +25,7 @@ from scripts.toolkit.cli import progress
 from scripts.toolkit.cpu import Roles, cpu_of_window
 from scripts.toolkit.dataset import random_ticket
 from scripts.toolkit.health import probe_health, times_ms
-from scripts.toolkit.load import closed_loop, poster, run_on, session
+from scripts.toolkit.load import closed_loop, run_on, sender, session
 from scripts.toolkit.quantiles import quantile
 from simulator.replay import OPERATIONS, load_recording
 from simulator.settings import load_settings as simulator_settings
@@ -136,7 +136,7 @@ def measure(
         async with session(url, users) as opened:
             parts = [
                 closed_loop(
-                    [poster(opened, tickets, first) for first in range(users)],
+                    [sender(opened, tickets, first) for first in range(users)],
                     duration_s=duration_s,
                     ramp_s=ticket_s,
                     give_up_s=give_up_s,
@@ -204,7 +204,7 @@ def ticket_alone(url: str, duration_s: float, loop: str = "asyncio") -> tuple[fl
 
     async def alone():
         async with session(url, 2) as opened:
-            return await closed_loop([poster(opened, tickets, first) for first in range(2)], duration_s=duration_s)
+            return await closed_loop([sender(opened, tickets, first) for first in range(2)], duration_s=duration_s)
 
     times = [call.end - call.start for call in run_on(loop)(alone()).ok]
     return statistics.fmean(times), statistics.stdev(times) / len(times) ** 0.5

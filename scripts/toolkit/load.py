@@ -1,7 +1,7 @@
 """The one closed load loop of the tools: each user sends its next request as soon as its last one answered.
 
 A user is a request factory: an async function that sends one request and says how it went
-(`Outcome`). `getter()` and `poster()` make them on an aiohttp session (`session()`), the client
+(`Outcome`). `getter()` and `sender()` make them on an aiohttp session (`session()`), the client
 every command that makes load uses as it comes; a command may write its own (the soak's retries).
 The loop keeps each call's start, end and outcome, and counts this process's CPU, so a generator
 that was its own limit shows (`Load.saturated`). Times of calls are `time.perf_counter()` seconds;
@@ -24,7 +24,6 @@ from scripts.toolkit.cli import CommandError
 
 # A generator that used 90% of a core was busy itself: its figures are its own limit (Locust warns there too).
 SATURATED_CPU_SHARE = 0.9
-WARM_UP_REQUESTS = 10
 JSON = {"Content-Type": "application/json"}
 
 
@@ -36,18 +35,12 @@ class Reply:
     headers: Mapping[str, str]
     content: bytes
 
-    @property
-    def text(self) -> str:
-        """The body as text."""
-        return self.content.decode(errors="replace")
-
     def json(self) -> Any:
         """The body as JSON; ValueError if it is not."""
         return orjson.loads(self.content)
 
 
-# What a failed request raises: no answer at all (refused, reset, timed out).
-NO_ANSWER = (aiohttp.ClientError, TimeoutError)
+NO_ANSWER = (aiohttp.ClientError, TimeoutError)  # what a request raises without an answer: refused, reset, timed out
 
 
 async def fetch(session: aiohttp.ClientSession, method: str, path: str, **options: Any) -> Reply:
@@ -66,8 +59,7 @@ class Outcome:
 
 
 def outcome_of(answer: Answer | Exception, server_ms: Callable[[Answer], float | None] = server_total_ms) -> Outcome:
-    """The Outcome of an answer, httpx's or ours (2xx is a success; `server_ms` reads the server's time), or of its
-    failure."""
+    """The Outcome of an answer, httpx's or ours (2xx: success; `server_ms` reads the server's time), or a failure's."""
     if isinstance(answer, Exception):
         return Outcome(False, describe_failure(answer))
     if 200 <= answer.status_code < 300:
@@ -80,16 +72,16 @@ Send = Callable[[], Awaitable[Outcome]]
 
 def getter(session: aiohttp.ClientSession, path: str) -> Send:
     """A request factory: GET `path`."""
-    return poster(session, [("GET", path, None)])
+    return sender(session, [("GET", path, None)])
 
 
-def poster(
+def sender(
     session: aiohttp.ClientSession,
     requests: Sequence[tuple[str, str, bytes | None]],
     first: int = 0,
     server_ms: Callable[[Answer], float | None] = server_total_ms,
 ) -> Send:
-    """A request factory: (method, path, JSON body) of `requests` in turn from the `first`-th, round and round."""
+    """A request factory: the (method, path, JSON body) of `requests` in turn, from the `first`-th, round and round."""
     turn = first
 
     async def send() -> Outcome:
@@ -102,11 +94,6 @@ def poster(
             return outcome_of(exc)
 
     return send
-
-
-def generator_saturated(cpu_s: float, wall_s: float) -> bool:
-    """True when this process used about one whole core: the load generator, not the server, set the pace."""
-    return wall_s > 0 and cpu_s / wall_s >= SATURATED_CPU_SHARE
 
 
 @dataclass
@@ -166,6 +153,11 @@ class Load:
     def saturated(self) -> bool:
         """The generator itself was the limit; see generator_saturated()."""
         return generator_saturated(self.cpu_s, self.wall_s)
+
+
+def generator_saturated(cpu_s: float, wall_s: float) -> bool:
+    """True when this process used about one whole core: the load generator, not the server, set the pace."""
+    return wall_s > 0 and cpu_s / wall_s >= SATURATED_CPU_SHARE
 
     def ended_within(self, start: float, end: float) -> list[Call]:
         """The calls answered between two perf_counter times, whenever they were sent."""
@@ -238,7 +230,7 @@ async def session(
         yield opened
 
 
-async def warm_up(opened: aiohttp.ClientSession, path: str, requests: int = WARM_UP_REQUESTS) -> None:
+async def warm_up(opened: aiohttp.ClientSession, path: str, requests: int = 10) -> None:
     """One untimed round of requests (up to 10 at once), so connections, caches and pools are ready.
 
     A first answer that is not 2xx is a CommandError: measuring a route that only fails is pointless.

@@ -9,9 +9,9 @@ from scripts.stall import measure_stall
 from scripts.toolkit import lab
 from scripts.toolkit.answers import provider_calls, server_timing
 from scripts.toolkit.charts import draw_timeline
+from scripts.toolkit.stack import MODES
 from tests.fakes import FakeProvider
 
-MODES = ["blocking", "async", "thread"]
 TICKET = {"customer_id": 1, "subject": "Parcel 51 has not arrived", "body": "It was due on Monday."}
 
 

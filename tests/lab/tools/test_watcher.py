@@ -10,19 +10,10 @@ import time
 import httpx
 import pytest
 
-from scripts.toolkit.held import draw_held
-from scripts.toolkit.lag import lag_between
+from scripts.toolkit.held import draw_held, peaks
 from scripts.toolkit.processes import free_port
-from scripts.toolkit.watcher import (
-    GAUGES,
-    NO_ANSWER_S,
-    interval_figures,
-    peaks,
-    read_scrape,
-    record_tick_s,
-    watching,
-    watching_in_thread,
-)
+from scripts.toolkit.readings import GAUGES, interval_figures, lag_between, read_scrape
+from scripts.toolkit.watcher import NO_ANSWER_S, record_tick_s, watching, watching_in_thread
 
 LAG = "ticket_api_event_loop_lag_seconds"
 BOUNDS = ("0.001", "0.005", "0.01", "1.0", "2.5", "+Inf")
