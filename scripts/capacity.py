@@ -12,6 +12,8 @@ import argparse
 import contextlib
 import json
 import time
+from contextlib import AbstractContextManager
+from pathlib import Path
 
 from scripts.toolkit import charts
 from scripts.toolkit.capacity_table import render, summarize, write_files
@@ -28,11 +30,11 @@ from scripts.toolkit.cpu import cpu_seconds
 from scripts.toolkit.held import describe_peaks
 from scripts.toolkit.load import SATURATED_CPU_SHARE
 from scripts.toolkit.locust import run_locust
-from scripts.toolkit.stack import EXIT_CODES, add_modes_argument, event_loop, running_stack
+from scripts.toolkit.stack import EXIT_CODES, Stack, add_modes_argument, event_loop, running_stack
 from scripts.toolkit.watcher import record_tick_s, recorded_in_thread
 
 
-def measure_modes(stack, args: argparse.Namespace, folder, clock: Clock) -> list[dict]:
+def measure_modes(stack: Stack, args: argparse.Namespace, folder: Path, clock: Clock) -> list[dict]:
     """One Locust run per mode, users level and pass; each with the limit measured in the same run.
 
     With args.held, each run also records what the server held meanwhile (its "held").
@@ -49,13 +51,14 @@ def measure_modes(stack, args: argparse.Namespace, folder, clock: Clock) -> list
                 for number in range(1, args.passes + 1):
                     label = f"{mode}, {users} users, pass {number}/{args.passes}"
                     progress(f"[{clock}] {label}: {args.duration} s of Locust ...")
-                    before_id, api_cpu_before = stack.last_ticket_id(), cpu_seconds(api.process.pid)
+                    before_id, api_cpu_before = stack.last_ticket_id(), cpu_seconds(api.pid)
                     started = time.monotonic()
-                    with (
+                    recorder: AbstractContextManager[dict] = (
                         recorded_in_thread(api.url, stack.simulator.url, record_tick_s(args.speed))
                         if held
                         else contextlib.nullcontext({})
-                    ) as recording:
+                    )
+                    with recorder as recording:
                         figures = run_locust(
                             api.url,
                             users,
@@ -64,7 +67,7 @@ def measure_modes(stack, args: argparse.Namespace, folder, clock: Clock) -> list
                             str(folder / "locust" / f"{mode}-{users}u-{number}"),
                         )
                         # before the recording's last ticks: the run's CPU and time are Locust's alone
-                        api_cpu_s = cpu_seconds(api.process.pid) - api_cpu_before
+                        api_cpu_s = cpu_seconds(api.pid) - api_cpu_before
                         elapsed_s = time.monotonic() - started
                     saved, provider_s = stack.provider_time(before_id)
                     limit = users / provider_s if provider_s else None

@@ -12,6 +12,7 @@ import asyncio
 import csv
 import json
 import statistics
+from pathlib import Path
 
 from scripts.stall import measure_stall
 from scripts.toolkit import charts, course
@@ -26,14 +27,14 @@ from scripts.toolkit.cli import (
     run,
 )
 from scripts.toolkit.held import describe_peaks, draw_held
-from scripts.toolkit.stack import EXIT_CODES, add_modes_argument, parse_loops, run_name, running_stack
+from scripts.toolkit.stack import EXIT_CODES, Stack, add_modes_argument, parse_loops, run_name, running_stack
 from scripts.toolkit.watcher import record_tick_s, watched
 
 FIGURES = ("total_s", "health_answers", "health_median_ms", "health_slowest_ms")
 
 
 def measure_modes(
-    stack,
+    stack: Stack,
     modes: list[str],
     loops: list[str],
     passes: int,
@@ -46,7 +47,7 @@ def measure_modes(
 
     With `held`, each pass also records what the server held meanwhile (its result's "held").
     """
-    runs = {}
+    runs: dict[str, list[dict]] = {}
     for mode in modes:
         for loop in loops:
             name = run_name(mode, loop)
@@ -147,7 +148,7 @@ def render(rows: list[dict], passes: int, speed: float) -> str:
     return title + "\n" + format_table(headers, lines)
 
 
-def write_files(folder, rows: list[dict], runs: dict, speed: float, draw: bool) -> list[str]:
+def write_files(folder: Path, rows: list[dict], runs: dict, speed: float, draw: bool) -> list[str]:
     """compare.json (everything), compare.csv (the table), the chart, one timeline per mode and what it held.
 
     The timeline and the held chart draw the same pass: the median one by the tickets' total time.

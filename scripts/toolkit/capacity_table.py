@@ -4,6 +4,7 @@ figures, and the files (JSON, CSV, the chart, what the server held)."""
 import csv
 import json
 import statistics
+from pathlib import Path
 
 from scripts.toolkit import charts, course
 from scripts.toolkit.cli import format_table
@@ -91,7 +92,7 @@ def render(rows: list[dict], duration_s: int, passes: int) -> str:
     return title + "\n" + format_table(headers, lines)
 
 
-def write_files(folder, rows: list[dict], runs: list[dict], speed: float, draw: bool) -> list[str]:
+def write_files(folder: Path, rows: list[dict], runs: list[dict], speed: float, draw: bool) -> list[str]:
     """capacity.json (every run), capacity.csv (the table), capacity.svg (the chart) and what each mode held.
 
     One held chart per mode and users level: of its median pass by tickets per second.

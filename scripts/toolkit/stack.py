@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import get_args
 
 from scripts.toolkit.cli import Clock, CommandError, progress
-from scripts.toolkit.databases import init
+from scripts.toolkit.databases import init, one_row
 from scripts.toolkit.lab import api, simulator, started
 from scripts.toolkit.processes import Service
 from ticket_api.config import Settings, load_settings
@@ -69,15 +69,16 @@ class Stack:
     def last_ticket_id(self) -> int:
         """The highest ticket id now: tickets created from now on have higher ones."""
         with connect(self.dsn) as conn:
-            return conn.execute("SELECT coalesce(max(id), 0) FROM tickets").fetchone()[0]
+            return one_row(conn, "SELECT coalesce(max(id), 0) FROM tickets")[0]
 
     def provider_time(self, after_id: int) -> tuple[int, float | None]:
         """(tickets saved, mean provider seconds per ticket: classify + draft + embed) after `after_id`."""
         with connect(self.dsn) as conn:
-            count, mean_ms = conn.execute(
+            count, mean_ms = one_row(
+                conn,
                 "SELECT count(*), avg(classify_ms + draft_ms + embed_ms) FROM ticket_ai_results WHERE ticket_id > %s",
                 (after_id,),
-            ).fetchone()
+            )
         return count, None if mean_ms is None else float(mean_ms) / 1000
 
 

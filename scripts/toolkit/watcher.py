@@ -114,7 +114,7 @@ class Watcher:
             self.health = HealthProbes(time.perf_counter())
             self.metrics = Probe(client, f"{self.api_url}/metrics", self.tick_s, read_scrape)
             self.simulator = Probe(client, f"{self.simulator_url}/admin/stats", self.tick_s, read_simulator_stats)
-            probes = [asyncio.create_task(probe.run()) for probe in (self.metrics, self.simulator)]
+            probes: list[asyncio.Task] = [asyncio.create_task(p.run()) for p in (self.metrics, self.simulator)]
             never = asyncio.Event()  # the prober is cancelled with the others
             probes.append(asyncio.create_task(probe_health(health_client, self.tick_s / 2, never, seen=self.health)))
             try:
