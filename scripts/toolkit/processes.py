@@ -66,9 +66,11 @@ def start_process(
     env: dict[str, str] | None = None,
     stdout: IO | int | None = subprocess.DEVNULL,
     stderr: IO | int | None = subprocess.STDOUT,
+    text: bool = False,
 ) -> subprocess.Popen:
     """Start a child process in a group of its own (OWN_GROUP), its input closed: stop it with stop_process()."""
-    return subprocess.Popen(argv, cwd=cwd, env=env, stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL, **OWN_GROUP)
+    options = {"cwd": cwd, "env": env, "stdout": stdout, "stderr": stderr, "text": text, **OWN_GROUP}
+    return subprocess.Popen(argv, stdin=subprocess.DEVNULL, **options)
 
 
 @contextmanager

@@ -7,11 +7,14 @@ The code is read with `ast`, docstrings left out: a module may say what another 
 import ast
 import re
 from pathlib import Path
+from typing import get_args
 
 import pytest
 
 import scripts.toolkit
 from scripts.toolkit.cli import PROJECT_ROOT
+from scripts.toolkit.stack import MODES
+from ticket_api.config import Settings
 
 SCRIPTS = PROJECT_ROOT / "scripts"
 TOOLKIT = SCRIPTS / "toolkit"
@@ -140,3 +143,7 @@ def test_the_checks_find_what_they_look_for():
     assert HOMES["the /health prober"][1](example)
     route = ast.parse("@router.get('/health')\nasync def health():\n    return {}\n")
     assert not HOMES["the /health prober"][1](route)
+
+
+def test_the_tools_modes_are_the_apis_own():
+    assert sorted(MODES) == sorted(get_args(Settings.model_fields["intake_mode"].annotation))
