@@ -17,15 +17,7 @@ from pathlib import Path
 
 from scripts.toolkit import charts
 from scripts.toolkit.capacity_table import render, summarize, write_files
-from scripts.toolkit.cli import (
-    Clock,
-    output_folder,
-    parse_levels,
-    positive_float,
-    positive_int,
-    progress,
-    run,
-)
+from scripts.toolkit.cli import Clock, output_folder, parse_levels, positive_float, positive_int, progress, run
 from scripts.toolkit.cpu import cpu_seconds
 from scripts.toolkit.held import describe_peaks
 from scripts.toolkit.load import SATURATED_CPU_SHARE

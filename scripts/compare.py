@@ -11,7 +11,6 @@ import argparse
 import asyncio
 import csv
 import json
-import statistics
 from pathlib import Path
 
 from scripts.stall import measure_stall
@@ -27,6 +26,7 @@ from scripts.toolkit.cli import (
     run,
 )
 from scripts.toolkit.held import describe_peaks, draw_held
+from scripts.toolkit.quantiles import medians
 from scripts.toolkit.stack import EXIT_CODES, Stack, add_modes_argument, parse_loops, run_name, running_stack
 from scripts.toolkit.watcher import record_tick_s, watched
 
@@ -94,9 +94,7 @@ def summarize(runs: dict) -> list[dict]:
             "simulator_url": results[0]["simulator_url"],
             "statuses": sorted({status for result in results for status in result["statuses"]}),
         }
-        for figure in FIGURES:
-            values = [result[figure] for result in results if result[figure] is not None]
-            row[figure] = statistics.median(values) if values else None
+        row |= medians(results, FIGURES)
         row["course"] = course.stall(mode)
         rows.append(row)
     return rows

@@ -3,12 +3,12 @@ figures, and the files (JSON, CSV, the chart, what the server held)."""
 
 import csv
 import json
-import statistics
 from pathlib import Path
 
 from scripts.toolkit import charts, course
 from scripts.toolkit.cli import format_table
 from scripts.toolkit.held import draw_held
+from scripts.toolkit.quantiles import medians
 
 # The figures of a run that a row gives as their median over the passes.
 FIGURES = (
@@ -30,9 +30,7 @@ def summarize(runs: list[dict]) -> list[dict]:
     for key in dict.fromkeys((each["mode"], each["users"]) for each in runs):
         passes = [each for each in runs if (each["mode"], each["users"]) == key]
         row = {"mode": key[0], "users": key[1], "passes": len(passes), "failures": sum(r["failures"] for r in passes)}
-        for figure in FIGURES:
-            values = [run[figure] for run in passes if run[figure] is not None]
-            row[figure] = statistics.median(values) if values else None
+        row |= medians(passes, FIGURES)
         row["course"] = course.locust(row["mode"], row["users"])
         rows.append(row)
     return rows
