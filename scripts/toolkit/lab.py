@@ -65,7 +65,7 @@ def api(
 def uvicorn_command(app: str, port: int, workers: int = 1, loop: str = "asyncio", *options: str) -> list[str]:
     """`python -m uvicorn APP` on 127.0.0.1:`port`, the loop named, without access log, 30 s to finish at a stop.
 
-    The loop is never left to uvicorn's "auto", which takes uvloop whenever it is installed.
+    asyncio's own loop unless told: uvicorn's default ("auto") takes uvloop whenever it is installed.
     """
     argv = [sys.executable, "-m", "uvicorn", app, "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)]
     return [*argv, "--loop", loop, "--timeout-graceful-shutdown", "30", "--no-access-log", *options]
