@@ -154,14 +154,14 @@ class Load:
         """The generator itself was the limit; see generator_saturated()."""
         return generator_saturated(self.cpu_s, self.wall_s)
 
+    def ended_within(self, start: float, end: float) -> list[Call]:
+        """The calls answered between two perf_counter times, whenever they were sent."""
+        return [call for call in self.calls if start <= call.end <= end]
+
 
 def generator_saturated(cpu_s: float, wall_s: float) -> bool:
     """True when this process used about one whole core: the load generator, not the server, set the pace."""
     return wall_s > 0 and cpu_s / wall_s >= SATURATED_CPU_SHARE
-
-    def ended_within(self, start: float, end: float) -> list[Call]:
-        """The calls answered between two perf_counter times, whenever they were sent."""
-        return [call for call in self.calls if start <= call.end <= end]
 
 
 async def closed_loop(
