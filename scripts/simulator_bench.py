@@ -26,7 +26,6 @@ from scripts.toolkit.answers import Answer
 from scripts.toolkit.cli import format_table, positive_float, progress, run
 from scripts.toolkit.levels import health_during
 from scripts.toolkit.load import Load, closed_loop, sender, session
-from scripts.toolkit.processes import raise_open_files_limit
 from scripts.toolkit.quantiles import quantile
 from simulator.embeddings import embed_text
 
@@ -166,7 +165,7 @@ def main() -> int:
     parser.add_argument("--duration", type=positive_float, default=5.0, help="seconds per phase and round (default 5)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
-    short = raise_open_files_limit(2 * 1200 + 256)
+    short = lab.raise_open_files_limit(2 * 1200 + 256)
     if short:
         progress(f"warning: {short}: phase 3 may not open all its connections")
     figures = measure(args.duration)

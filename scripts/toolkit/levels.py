@@ -26,6 +26,7 @@ from scripts.toolkit.cpu import Roles, cpu_of_window
 from scripts.toolkit.dataset import random_ticket
 from scripts.toolkit.health import probe_health, times_ms
 from scripts.toolkit.load import closed_loop, run_on, sender, session
+from scripts.toolkit.processes import in_own_process
 from scripts.toolkit.quantiles import quantile
 from simulator.replay import OPERATIONS, load_recording
 from simulator.settings import load_settings as simulator_settings
@@ -102,14 +103,28 @@ def ticket_bodies(count: int = 500, seed: int = 7) -> list[bytes]:
 async def health_during(
     url: str, start: float, duration_s: float, interval_s: float = HEALTH_INTERVAL_S
 ) -> list[float]:
-    """GET /health's times (ms) by the one prober, from `start` (time.perf_counter()) for `duration_s`."""
-    await asyncio.sleep(start - time.perf_counter())
-    stop = asyncio.Event()
-    async with httpx.AsyncClient(base_url=url, timeout=60) as client:
-        prober = asyncio.create_task(probe_health(client, interval_s, stop))
-        await asyncio.sleep(start + duration_s - time.perf_counter())
-        stop.set()
-        return times_ms(await prober)
+    """GET /health's times (ms) by the one prober, from `start` (time.perf_counter()) for `duration_s`.
+
+    The prober runs in a process of its own, so that every /health figure is the server's alone: in
+    the load generator's process, its answers would wait for the generator's own event loop.
+    """
+    start_at = time.time() + start - time.perf_counter()  # a wall-clock time, the same in every process
+    return await in_own_process(probe_window, url, start_at, duration_s, interval_s)
+
+
+def probe_window(url: str, start_at: float, duration_s: float, interval_s: float) -> list[float]:
+    """GET /health every `interval_s` from `start_at` (time.time()) for `duration_s`: the answers' times (ms)."""
+
+    async def window() -> list[float]:
+        await asyncio.sleep(start_at - time.time())
+        stop = asyncio.Event()
+        async with httpx.AsyncClient(base_url=url, timeout=60) as client:
+            prober = asyncio.create_task(probe_health(client, interval_s, stop))
+            await asyncio.sleep(start_at + duration_s - time.time())
+            stop.set()
+            return times_ms(await prober)
+
+    return asyncio.run(window())
 
 
 def measure(

@@ -13,7 +13,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from scripts.toolkit.cli import PROJECT_ROOT, progress
-from scripts.toolkit.processes import Service, free_port, raise_open_files_limit
+from scripts.toolkit.processes import Service, free_port
+
+try:
+    import resource
+except ImportError:  # Windows: no open-files limit to raise
+    resource = None  # type: ignore[assignment]  # None stands for the missing module
 
 LIMIT_CONCURRENCY = 2048  # connections (and requests in flight) per API process: the bench's 1,024 users fit
 KEEP_ALIVE_S = 5  # an idle keep-alive connection is closed after this long (uvicorn's default, said out loud)
@@ -65,10 +70,26 @@ def api(
 def uvicorn_command(app: str, port: int, workers: int = 1, loop: str = "asyncio", *options: str) -> list[str]:
     """`python -m uvicorn APP` on 127.0.0.1:`port`, the loop named, without access log, 30 s to finish at a stop.
 
-    The loop is never left to uvicorn's "auto", which takes uvloop whenever it is installed.
+    asyncio's own loop unless told: uvicorn's default ("auto") takes uvloop whenever it is installed.
     """
     argv = [sys.executable, "-m", "uvicorn", app, "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)]
     return [*argv, "--loop", loop, "--timeout-graceful-shutdown", "30", "--no-access-log", *options]
+
+
+def raise_open_files_limit(needed: int) -> str | None:
+    """Raise this process's soft limit of open files to `needed` (up to the hard limit), for it and the processes
+    it starts from now on; what falls short, in words, or None."""
+    if resource is None:
+        return None
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= needed:
+        return None
+    target = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    except (ValueError, OSError):
+        target = soft
+    return None if target >= needed else f"the open-files limit is {target:,}, under the {needed:,} needed (ulimit -n)"
 
 
 @contextmanager

@@ -1,6 +1,9 @@
 """The one process runner of scripts and tests: free ports, child processes in a group of their own stopped by pid
-(`start_process`, `running`, `stop_process`), a Service ready on /health, and an ASGI app served in a thread."""
+(`start_process`, `running`, `stop_process`), a Service ready on /health, an ASGI app served in a thread, and a
+function run in an interpreter of its own (`in_own_process`)."""
 
+import asyncio
+import multiprocessing
 import os
 import shutil
 import signal
@@ -9,7 +12,8 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
@@ -18,11 +22,6 @@ import uvicorn
 
 from scripts.toolkit.cli import PROJECT_ROOT, CommandError
 from scripts.toolkit.health import is_healthy
-
-try:
-    import resource
-except ImportError:  # Windows: no open-files limit to raise
-    resource = None  # type: ignore[assignment]  # None stands for the missing module
 
 # Popen options that give a process a group of its own: stopping it stops its children (uvicorn
 # workers), and the terminal's Ctrl+C reaches only us, so we stop it in order.
@@ -81,22 +80,6 @@ def running(argv: list[str], **options: Any) -> Iterator[subprocess.Popen]:
         yield process
     finally:
         stop_process(process)
-
-
-def raise_open_files_limit(needed: int) -> str | None:
-    """Raise this process's soft limit of open files to `needed` (up to the hard limit), for it and the processes
-    it starts from now on; what falls short, in words, or None."""
-    if resource is None:
-        return None
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft == resource.RLIM_INFINITY or soft >= needed:
-        return None
-    target = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
-    try:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
-    except (ValueError, OSError):
-        target = soft
-    return None if target >= needed else f"the open-files limit is {target:,}, under the {needed:,} needed (ulimit -n)"
 
 
 class Service:
@@ -246,3 +229,15 @@ def serve_in_thread(app: Any, port: int = 0, **config: Any) -> Iterator[str]:
         server.should_exit = True
         thread.join(timeout=30)
         sock.close()
+
+
+async def in_own_process(function: Callable[..., Any], *args: Any) -> Any:
+    """`function(*args)` in a fresh interpreter of its own (its own GIL and event loop); its result.
+
+    Without blocking the caller's event loop, also while the process starts and ends.
+    """
+    pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        return await asyncio.get_running_loop().run_in_executor(pool, function, *args)
+    finally:
+        await asyncio.to_thread(pool.shutdown)
