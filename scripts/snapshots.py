@@ -12,102 +12,26 @@ check  (a) the latest snapshot equals the root, the earlier one differs only whe
 import argparse
 import filecmp
 import json
-import operator
 import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
-import tomllib
-from dataclasses import dataclass
 from pathlib import Path
 
 from scripts.toolkit import lab
-from scripts.toolkit.cli import CommandError, progress, run
+from scripts.toolkit.cli import PROJECT_ROOT, CommandError, progress, run
 from scripts.toolkit.databases import init
-from scripts.toolkit.imports import is_command, reachable
-from scripts.toolkit.lessons import render_readme
+from scripts.toolkit.lessons import load_lessons, render_readme, shape_problems
+from scripts.toolkit.project import OWN_README, all_files, student_files, unused_files
 from scripts.toolkit.settings_table import load_settings_class, with_settings_table
 from ticket_api.config import load_settings
 from ticket_api.database import resolve_dsn
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = PROJECT_ROOT
 SNAPSHOTS = ROOT / "snapshots"
-LESSONS = SNAPSHOTS / "lessons.toml"
-# A student's project: these folders whole, the suite's files in tests/ (not tests/lab/), these files, and of
-# scripts/ the scripts the lessons run and what they import. Everything else is the lab's own.
-WHOLE_FOLDERS = ("ticket_api", "simulator", "locustfiles")
-FILES = ("pyproject.toml", ".env.example", ".gitignore")
-LESSON_SCRIPTS = ("scripts/db.py", "scripts/stall.py", "scripts/burst.py")
-LAB_DOCS = {"ticket_api/README.md"}
-NOT_THE_PROJECT = {
-    "__pycache__",
-    ".mypy_cache",
-    ".ruff_cache",
-    ".pytest_cache",
-    ".lab",
-    ".venv",
-    ".env",
-}  # the lab's own notes on the API: measurements, reliability
-OWN_README = "README.md"  # each snapshot has its own, written for the student's project at that point
 SUITE_TIMEOUT_S = 900
-COMPARISONS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
-
-
-@dataclass
-class Lesson:
-    """One lesson of lessons.toml."""
-
-    id: str
-    title: str
-    before: str
-    source: str
-    copy: list[str]
-    tests: int
-    differs_from_source: list[str]
-    commands: list[dict]
-
-
-def load_lessons() -> tuple[dict, list[Lesson]]:
-    """The snapshots and lessons of lessons.toml."""
-    data = tomllib.loads(LESSONS.read_text())
-    lessons = [Lesson(commands=entry.pop("commands", []), **entry) for entry in data["lessons"]]
-    return data["snapshots"], lessons
-
-
-def entry_points(tree: Path) -> set[Path]:
-    """What a student's project runs: the app, the simulator's commands, the suite, Locust's file, lesson scripts."""
-    entries = {tree / "ticket_api" / "main.py", tree / "tests" / "conftest.py", *map(tree.joinpath, LESSON_SCRIPTS)}
-    entries |= {file for file in (tree / "simulator").rglob("*.py") if is_command(file)}
-    entries |= set((tree / "tests").glob("test_*.py")) | set((tree / "locustfiles").glob("*.py"))
-    return {entry for entry in entries if entry.is_file()}
-
-
-def all_files(tree: Path) -> set[str]:
-    """Every file under `tree` (relative, '/'-separated), but the tools' caches and a local database or venv."""
-    return {
-        file.relative_to(tree).as_posix()
-        for file in tree.rglob("*")
-        if file.is_file() and not NOT_THE_PROJECT & set(file.relative_to(tree).parts) and file.suffix != ".pyc"
-    }
-
-
-def student_files(tree: Path) -> set[str]:
-    """Paths (relative, '/'-separated) of a project's student files: see WHOLE_FOLDERS, FILES and LESSON_SCRIPTS."""
-    found = {name for name in (*FILES, OWN_README) if (tree / name).is_file()}
-    for folder in WHOLE_FOLDERS:
-        found |= {f"{folder}/{name}" for name in all_files(tree / folder)} - LAB_DOCS
-    found |= {file.relative_to(tree).as_posix() for file in (tree / "tests").glob("*.py")}
-    imported = reachable(tree, entry_points(tree))
-    found |= {file.relative_to(tree).as_posix() for file in imported if file.is_relative_to(tree / "scripts")}
-    return found
-
-
-def unused_files(tree: Path) -> list[str]:
-    """The student's Python files that nothing imports and nothing runs."""
-    used = {file.relative_to(tree).as_posix() for file in reachable(tree, entry_points(tree))}
-    return sorted(name for name in student_files(tree) if name.endswith(".py") and name not in used)
 
 
 def sync() -> list[str]:
@@ -274,31 +198,6 @@ def check_command(project: Path, command: dict, speed: float, database_url: str)
         return [f"{command['name']}: `{command['run']}` exited {result.returncode}: {result.stderr.strip()[-300:]}"]
     figures = json.loads(result.stdout)
     return [f"{command['name']}: {problem}" for problem in shape_problems(figures, command["expect"], speed)]
-
-
-def shape_problems(figures: dict, expect: dict, speed: float) -> list[str]:
-    """Compare figures with an `expect` table: equal lists, "< x" / "<= x" / "> x" / ">= x" bounds and
-    "a to b" ranges (both ends included); bounds marked "scaled" are multiplied by the speed."""
-    problems = []
-    for key, wanted in expect.items():
-        actual = figures.get(key)
-        if isinstance(wanted, list):
-            if actual != wanted:
-                problems.append(f"{key} is {actual}, expected {wanted}")
-            continue
-        words = wanted.split()
-        scale = speed if words[-1] == "scaled" else 1
-        words = words[:-1] if words[-1] == "scaled" else words
-        if len(words) == 3 and words[1] == "to":
-            low, high = float(words[0]) * scale, float(words[2]) * scale
-            holds, shown = actual is not None and low <= actual <= high, f"{low:g} to {high:g}"
-        else:
-            comparison, bound = words
-            limit = float(bound) * scale
-            holds, shown = actual is not None and COMPARISONS[comparison](actual, limit), f"{comparison} {limit:g}"
-        if not holds:
-            problems.append(f"{key} is {actual}, expected {shown}")
-    return problems
 
 
 def main() -> int:

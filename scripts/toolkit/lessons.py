@@ -1,6 +1,61 @@
-"""snapshots/README.md, written from snapshots/lessons.toml so the two never disagree."""
+"""The course's lessons as snapshots/lessons.toml states them: each lesson, the shape its commands' figures must have,
+and snapshots/README.md written from it so the two never disagree."""
 
+import operator
+import tomllib
+from dataclasses import dataclass
+
+from scripts.toolkit.cli import PROJECT_ROOT
+
+LESSONS = PROJECT_ROOT / "snapshots" / "lessons.toml"
 LABS = "../nextia-learning-labs/C21/snapshots"  # where the course tells students to keep this repository
+COMPARISONS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+
+
+@dataclass
+class Lesson:
+    """One lesson of lessons.toml."""
+
+    id: str
+    title: str
+    before: str
+    source: str
+    copy: list[str]
+    tests: int
+    differs_from_source: list[str]
+    commands: list[dict]
+
+
+def load_lessons() -> tuple[dict, list[Lesson]]:
+    """The snapshots and lessons of lessons.toml."""
+    data = tomllib.loads(LESSONS.read_text())
+    lessons = [Lesson(commands=entry.pop("commands", []), **entry) for entry in data["lessons"]]
+    return data["snapshots"], lessons
+
+
+def shape_problems(figures: dict, expect: dict, speed: float) -> list[str]:
+    """Compare figures with an `expect` table: equal lists, "< x" / "<= x" / "> x" / ">= x" bounds and
+    "a to b" ranges (both ends included); bounds marked "scaled" are multiplied by the speed."""
+    problems = []
+    for key, wanted in expect.items():
+        actual = figures.get(key)
+        if isinstance(wanted, list):
+            if actual != wanted:
+                problems.append(f"{key} is {actual}, expected {wanted}")
+            continue
+        words = wanted.split()
+        scale = speed if words[-1] == "scaled" else 1
+        words = words[:-1] if words[-1] == "scaled" else words
+        if len(words) == 3 and words[1] == "to":
+            low, high = float(words[0]) * scale, float(words[2]) * scale
+            holds, shown = actual is not None and low <= actual <= high, f"{low:g} to {high:g}"
+        else:
+            comparison, bound = words
+            limit = float(bound) * scale
+            holds, shown = actual is not None and COMPARISONS[comparison](actual, limit), f"{comparison} {limit:g}"
+        if not holds:
+            problems.append(f"{key} is {actual}, expected {shown}")
+    return problems
 
 
 def render_readme(snapshots: dict, lessons: list) -> str:
