@@ -1,15 +1,18 @@
 """Experiment 9, when the client is the CPU work: `python -m scripts.client_cpu`.
 
 The lesson's knowledge check: CPU work inside `async def` blocks the event loop just like a
-waiting call. The HTTP client under `provider.acall` runs on that loop too. httpx's own
-connection pool does bookkeeping for every event of every call, and that work grows with the
-calls in flight (httpx issue 3215, httpcore pull request 1035); aiohttp's pool, under httpx
-through httpx-aiohttp's transport, does not. For each PROVIDER_ASYNC_CLIENT it starts the API in
-async mode afresh per level and drives 32, 128 and 256 closed-loop users, their first tickets
-spread over one T, and measures each level: tickets per second counted in the window (in the
-collapse most tickets do not end within it, so the mean of those that do flatters), the
-fraction of the physical limit, the mean ticket time, /health's p99, the event loop's lag (the
-API's own /metrics) and what the watchdog logged.
+waiting call. The HTTP client under `provider.acall` runs on that loop too. Three clients
+(PROVIDER_ASYNC_CLIENT), in this order: `httpx`, httpx 0.28's own pool (httpcore), whose
+bookkeeping rescans every connection at every request and release, and grows with the calls in
+flight (httpx issue 3215); `httpx2`, httpx2.AsyncClient as it comes, whose pool (httpcore2)
+walks its connections once per event and gives a released connection to one request only; and
+`aiohttp`, httpx over httpx-aiohttp's transport (the lab's default), whose pool hands out a
+connection without walking the others and parses HTTP in C. For each client it starts the API
+in async mode afresh per level and drives 32, 128 and 256 closed-loop users, their first
+tickets spread over one T, and measures each level: tickets per second counted in the window
+(in the collapse most tickets do not end within it, so the mean of those that do flatters),
+the fraction of the physical limit, the mean ticket time, /health's p99, the event loop's lag
+(the API's own /metrics) and what the watchdog logged.
 """
 
 import argparse
@@ -29,7 +32,8 @@ from scripts.toolkit.metrics import Metrics, read_metrics
 from scripts.toolkit.readings import lag_between, watchdog_lines
 from scripts.toolkit.stack import Stack, running_stack
 
-CLIENTS = ("httpx", "aiohttp")
+CLIENTS = ("httpx", "httpx2", "aiohttp")
+LABELS = {"httpx": "httpx 0.28's own pool", "httpx2": "httpx2's own pool", "aiohttp": "httpx over httpx-aiohttp"}
 GIVE_UP_S = 15  # tickets still unanswered this long after a level's end are given up
 
 
@@ -90,11 +94,11 @@ def draw(rows: list[dict], path: Path) -> None:
     """Tickets per second by users for each client, against the limit; /health's p99 beside it."""
     plt = charts.load_pyplot()
     figure, (throughput, health) = plt.subplots(1, 2, figsize=(10, 4))
-    for client in CLIENTS:
+    for client in [name for name in CLIENTS if any(row["client"] == name for row in rows)]:
         levels = [row["level"] for row in rows if row["client"] == client]
         users = [level.users for level in levels]
-        throughput.plot(users, [level.counted_per_s for level in levels], marker="o", label=f"{client}'s pool")
-        health.plot(users, [level.health_p99_ms for level in levels], marker="o", label=f"{client}'s pool")
+        throughput.plot(users, [level.counted_per_s for level in levels], marker="o", label=LABELS[client])
+        health.plot(users, [level.health_p99_ms for level in levels], marker="o", label=LABELS[client])
     users = sorted({row["level"].users for row in rows})
     limits = [next(row["level"].limit for row in rows if row["level"].users == count) for count in users]
     throughput.plot(users, limits, "k--", label="the physical limit: users ÷ T")
@@ -104,7 +108,7 @@ def draw(rows: list[dict], path: Path) -> None:
     for axes in (throughput, health):
         axes.set_xticks(users)
         axes.legend(fontsize=8)
-    figure.suptitle("When the client is the CPU work: provider.acall over httpx's pool and aiohttp's", fontsize=10)
+    figure.suptitle("When the client is the CPU work: provider.acall over three connection pools", fontsize=10)
     figure.tight_layout()
     figure.savefig(path)
     plt.close(figure)
@@ -119,14 +123,14 @@ def main() -> int:
         epilog="Exit codes: 0 done, 2 a start-up failed or bad arguments.",
     )
     parser.add_argument("--users", type=parse_levels, default=[32, 128, 256], help="levels (default 32,128,256)")
-    parser.add_argument("--clients", default=",".join(CLIENTS), help="PROVIDER_ASYNC_CLIENTs (default httpx,aiohttp)")
+    parser.add_argument("--clients", default=",".join(CLIENTS), help="PROVIDER_ASYNC_CLIENTs (default %(default)s)")
     parser.add_argument("--duration", type=float, default=30, help="seconds measured per level (default 30)")
     parser.add_argument("--out", help="folder for the figures (default .lab/client-cpu-DATE-TIME)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
     clients = [name.strip() for name in args.clients.split(",") if name.strip()]
     if not clients or set(clients) - set(CLIENTS):
-        parser.error(f"--clients: give {' and/or '.join(CLIENTS)}, separated by a comma")
+        parser.error(f"--clients: give some of {', '.join(CLIENTS)}, separated by a comma")
     folder, clock = output_folder(args.out, "client-cpu"), Clock()
     ticket_s = sum(recorded_ticket_ms().values()) / 1000
     charts.load_pyplot()  # before the run, not after minutes of it

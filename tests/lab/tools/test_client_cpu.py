@@ -43,17 +43,31 @@ def test_only_the_watchdogs_lines_of_the_window_are_counted(tmp_path):
     assert found == {"lines": 3, "longest_ms": 410, "most_named": "ticket_api/provider.py:71 in _apost()"}
 
 
+def test_an_unknown_client_is_refused_in_one_line_naming_the_three():
+    result = run_module("scripts.client_cpu", "--clients", "httpx,requests")
+    assert result.returncode == 2
+    assert "--clients: give some of httpx, httpx2, aiohttp" in result.stderr.splitlines()[-1]
+
+
 def test_a_short_run_prints_its_table_writes_its_figures_and_stops_what_it_started(tmp_path):
     result = run_module(
-        "scripts.client_cpu", "--users", "8", "--clients", "aiohttp", "--duration", "3", "--out", str(tmp_path)
+        "scripts.client_cpu", "--users", "8", "--clients", "httpx2,aiohttp", "--duration", "2", "--out", str(tmp_path)
     )
     assert result.returncode == 0, result.stderr[-2000:]
-    assert result.stdout.splitlines()[0].split()[:3] == ["client", "users", "tickets/s"]
+    table = result.stdout.splitlines()
+    assert table[0].split()[:3] == ["client", "users", "tickets/s"]
+    assert [line.split()[:2] for line in table[1:3]] == [["httpx2", "8"], ["aiohttp", "8"]]
     figures = json.loads((tmp_path / "client-cpu.json").read_text())
-    (row,) = figures["rows"]
-    assert row["client"] == "aiohttp" and row["level"]["users"] == 8 and row["level"]["tickets"] > 0
+    httpx2, aiohttp = figures["rows"]  # in the order asked, one API each
+    assert (httpx2["client"], aiohttp["client"]) == ("httpx2", "aiohttp") and httpx2["api_url"] != aiohttp["api_url"]
+    assert all(row["level"]["users"] == 8 and row["level"]["tickets"] > 0 for row in (httpx2, aiohttp))
     # aiohttp's pool at 8 users leaves the loop free (the experiment's point): no watchdog line, a lag far under 250 ms
-    assert row["lag"]["heartbeats"] > 0 and row["lag"]["p99_at_most_s"] <= 0.25
-    assert row["watchdog"] == {"lines": 0, "longest_ms": 0, "most_named": None}
-    assert (tmp_path / "client-cpu.svg").read_text().lstrip().startswith("<?xml")
-    assert not listening(row["api_url"]) and not listening(row["simulator_url"])
+    assert aiohttp["lag"]["heartbeats"] > 0 and aiohttp["lag"]["p99_at_most_s"] <= 0.25
+    assert aiohttp["watchdog"] == {"lines": 0, "longest_ms": 0, "most_named": None}
+    chart = (tmp_path / "client-cpu.svg").read_text()
+    assert chart.lstrip().startswith("<?xml")
+    # one line per client asked, named in the legend (matplotlib writes each text as a comment), none for httpx
+    assert "<!-- httpx2's own pool -->" in chart and "<!-- httpx over httpx-aiohttp -->" in chart
+    assert "<!-- httpx 0.28's own pool -->" not in chart
+    for row in (httpx2, aiohttp):
+        assert not listening(row["api_url"]) and not listening(row["simulator_url"])
