@@ -12,21 +12,43 @@ simulator (speed 1, quota off), PostgreSQL and API together. Each user keeps one
 their first tickets go out spread evenly over one T. Each level prints tickets per second (users
 ÷ mean ticket time × the share of 201s: Little's law), the limit and the fraction, latencies,
 /health's p99 and the CPU each process spent per ticket (the generator's beside the API's), and
-checks the targets. Where wrk is installed, it drives the 256- and 512-user levels too, as an
-outside check of the bench's own generator.
+checks the targets.
+
+Where the CPU binds (256 users and more), how far one process gets depends on the hour of the
+machine: the same code has spent 2.2 times the CPU per ticket in a slow hour. So at 256 and 512
+users the bench also runs a reference app (scripts/reference_api.py: a ticket's same I/O through
+the same libraries, and nothing else) in turn with the API (API, reference, reference, API: the
+mean of two windows each), on the same generator and simulator, judges the API against it, and
+times a fixed piece of Python work before and after (the pace), so that two runs can be told
+apart. Where wrk is installed, it drives the 256- and 512-user levels too, as an outside check of
+the bench's own generator.
 """
 
 import argparse
+import functools
 import json
 import time
+from contextlib import ExitStack
 from dataclasses import asdict
 
 from scripts.toolkit import profile, wrk
 from scripts.toolkit.bench_report import by_generator, machine, report, verdicts
 from scripts.toolkit.cli import Clock, output_folder, parse_levels, progress, run
-from scripts.toolkit.cpu import processes_by_role
-from scripts.toolkit.levels import Level, measure, measure_with_wrk, recorded_ticket_ms, ticket_alone, window_s
+from scripts.toolkit.cpu import pace_ms, processes_by_role
+from scripts.toolkit.lab import api as api_service
+from scripts.toolkit.lab import started
+from scripts.toolkit.levels import (
+    Level,
+    measure,
+    measure_with_wrk,
+    pooled,
+    recorded_ticket_ms,
+    ticket_alone,
+    window_s,
+)
 from scripts.toolkit.stack import event_loop, running_stack
+
+REFERENCE_APP = "scripts.reference_api:app"
 
 
 def main() -> int:
@@ -48,6 +70,12 @@ def main() -> int:
         type=parse_levels_or_none,
         default=[512, 1024],
         help="async levels with 2 API processes, for contrast (0: none; default 512,1024)",
+    )
+    parser.add_argument(
+        "--reference-users",
+        type=parse_levels_or_none,
+        default=[256, 512],
+        help="async levels where the reference app runs in turn with the API (0: none; default 256,512)",
     )
     parser.add_argument("--thread-users", type=int, default=128, help="the thread-mode level (0: skip)")
     parser.add_argument(
@@ -89,14 +117,33 @@ def main() -> int:
     levels: list[Level] = []
     env = {"PROVIDER_ASYNC_CLIENT": args.async_client}
     progress(f"bench on {machine()}")
+    pace = [pace_ms()]
     with running_stack(1.0, folder / "logs", Clock()) as stack:
-        with stack.api("async", env=env, loop=args.loop) as api:
+        with stack.api("async", env=env, loop=args.loop) as api, ExitStack() as reference_running:
             roles = processes_by_role(api.pid, stack.simulator.pid)
+            if set(args.reference_users) & set(args.users):
+                reference = reference_running.enter_context(
+                    started(
+                        api_service(
+                            f"{stack.simulator.url}/v1", env={"DATABASE_URL": stack.dsn}, loop=args.loop,
+                            log_dir=folder / "logs" / "reference", app=REFERENCE_APP,
+                        )
+                    )
+                )  # fmt: skip
+                reference_roles = processes_by_role(reference.pid, stack.simulator.pid)
             alone = ticket_alone(api.url, args.alone, args.loop)
             for users in args.users:
                 seconds = window_s(args.duration, users, ticket_s)
                 profile_of = (api.pid, folder / "profile.txt") if args.profile and users == args.users[-1] else None
-                levels.append(measure("async", users, seconds, ticket_s, api.url, roles, args.loop, profile_of))
+                level = measure("async", users, seconds, ticket_s, api.url, roles, args.loop, profile_of)
+                if users in args.reference_users:
+                    # In turn: the API, the reference twice, the API again, so that a drift of the machine's
+                    # pace over the four windows weighs on both alike.
+                    window = functools.partial(measure, "async", users, seconds, ticket_s, loop=args.loop)
+                    theirs = [window(reference.url, reference_roles, app="reference") for _ in range(2)]
+                    levels += [pooled([level, window(api.url, roles)]), pooled(theirs)]
+                else:
+                    levels.append(level)
                 if users in args.wrk_users:
                     levels.append(measure_with_wrk(users, seconds, ticket_s, api.url, args.loop))
         if args.two_process_users:
@@ -111,13 +158,15 @@ def main() -> int:
                 roles = processes_by_role(api.pid, stack.simulator.pid)
                 seconds = window_s(args.duration, args.thread_users, ticket_s)
                 levels.append(measure("thread", args.thread_users, seconds, ticket_s, api.url, roles, args.loop))
-    table = report(levels, recorded_ms, alone, args.loop)
+    pace.append(pace_ms())
+    table = report(levels, recorded_ms, alone, args.loop, pace)
     result = {
         "machine": machine(),
         "loop": args.loop,
         "async_client": args.async_client,
         "recorded_ms": recorded_ms,
         "ticket_alone_s": alone,
+        "pace_ms": pace,
         "levels": [{**asdict(lv), "tickets_per_s": lv.tickets_per_s, "fraction": lv.fraction} for lv in levels],
         "verdicts": [line.strip() for line in verdicts(*by_generator(levels))],
         "measured_at": time.strftime("%Y-%m-%d %H:%M"),

@@ -1,5 +1,5 @@
-"""scripts.bench's report: the table of its levels, the CPU each process spent per ticket, wrk beside the bench's own
-generator, and a PASS or FAIL for each target."""
+"""scripts.bench's report: the table of its levels, the CPU each process spent per ticket, the API beside the
+reference app, wrk beside the bench's own generator, and a PASS or FAIL for each target."""
 
 import platform
 
@@ -9,20 +9,41 @@ from scripts.toolkit import wrk
 from scripts.toolkit.cli import format_table
 from scripts.toolkit.levels import Level
 
-TARGETS = {8: 0.97, 32: 0.97, 128: 0.95, 256: 0.95}  # async, one API process: tickets/s ÷ the physical limit
-HEALTH_P99_TARGET_MS, HEALTH_P99_USERS = 50, 256
+TARGETS = {8: 0.95, 32: 0.95, 128: 0.95}  # async, one API process: tickets/s ÷ the physical limit
+# Where the CPU binds, the API is judged against the reference measured in the same run, not against the
+# limit: how far one core's worth of Python gets depends on the hour of the machine.
+REFERENCE_USERS = 256
+AT_LEAST_OF_REFERENCE = 0.97  # tickets/s
+AT_MOST_OF_REFERENCE = {"CPU per ticket (loop + threads)": 1.10, "/health p99": 1.5}
 WRK_AGREEMENT = {256: 0.05, 512: 0.10}  # users: how far wrk's fraction of the limit may lie from the bench's
 GENERATOR_SHARE, GENERATOR_USERS = 0.10, 512  # the generator's CPU per ticket, at most this share of the API's
 
 
-def by_generator(levels: list[Level]) -> tuple[dict[int, Level], list[Level]]:
-    """The bench's own async levels of one API process, by users (what the targets judge), and wrk's."""
-    ours = {lv.users: lv for lv in levels if lv.generator == "bench" and lv.mode == "async" and lv.api_processes == 1}
-    return ours, [lv for lv in levels if lv.generator == "wrk"]
+def by_generator(levels: list[Level]) -> tuple[dict[int, Level], list[Level], dict[int, Level]]:
+    """The bench's own async levels of one API process, by users (what the targets judge), wrk's, and the
+    reference's by users."""
+    ours = {
+        lv.users: lv
+        for lv in levels
+        if lv.generator == "bench" and lv.mode == "async" and lv.api_processes == 1 and lv.app == "lab"
+    }
+    references = {lv.users: lv for lv in levels if lv.app == "reference"}
+    return ours, [lv for lv in levels if lv.generator == "wrk"], references
 
 
-def report(levels: list[Level], recorded_ms: dict[str, float], alone: tuple[float, float], loop: str) -> str:
-    """The table, the CPU per ticket, wrk beside the bench, and the targets."""
+def beside_reference(lab: Level, reference: Level) -> dict[str, tuple[float, float]]:
+    """The figures the API is judged on beside the reference: name -> (the API's, the reference's)."""
+    return {
+        "tickets/s": (lab.tickets_per_s, reference.tickets_per_s),
+        "CPU per ticket (loop + threads)": (lab.api_cpu_ms_per_ticket, reference.api_cpu_ms_per_ticket),
+        "/health p99": (lab.health_p99_ms, reference.health_p99_ms),
+    }
+
+
+def report(
+    levels: list[Level], recorded_ms: dict[str, float], alone: tuple[float, float], loop: str, pace: list[float]
+) -> str:
+    """The table, the CPU per ticket, the API beside the reference, wrk beside the bench, and the targets."""
     ticket_ms = sum(recorded_ms.values())
     parts = " + ".join(f"{op} {ms:,.1f}" for op, ms in recorded_ms.items())
     lines = [
@@ -33,7 +54,7 @@ def report(levels: list[Level], recorded_ms: dict[str, float], alone: tuple[floa
             ["mode", "users", "API procs", "tickets", "tickets/s", "limit", "of limit", "±", "p50 ms", "p95 ms"]
             + ["/health p99 ms", "failed"],
             [
-                [lv.mode, lv.users, lv.api_processes, lv.tickets, f"{lv.tickets_per_s:.2f}", f"{lv.limit:.2f}"]
+                [name(lv), lv.users, lv.api_processes, lv.tickets, f"{lv.tickets_per_s:.2f}", f"{lv.limit:.2f}"]
                 + [f"{lv.fraction:.1%}", f"{lv.fraction_error:.1%}", f"{lv.p50_ms:,.0f}", f"{lv.p95_ms:,.0f}"]
                 + [f"{lv.health_p99_ms:.1f}", lv.failed]
                 for lv in levels
@@ -46,7 +67,7 @@ def report(levels: list[Level], recorded_ms: dict[str, float], alone: tuple[floa
         format_table(
             ["mode", "users", "API procs", *levels[0].cpu_ms_per_ticket, "all", "generator ÷ API"],
             [
-                [lv.mode, lv.users, lv.api_processes, *(f"{ms:.2f}" for ms in lv.cpu_ms_per_ticket.values())]
+                [name(lv), lv.users, lv.api_processes, *(f"{ms:.2f}" for ms in lv.cpu_ms_per_ticket.values())]
                 + [f"{sum(lv.cpu_ms_per_ticket.values()):.2f}", f"{lv.generator_share:.1%}"]
                 for lv in levels
                 if lv.generator == "bench"
@@ -54,7 +75,35 @@ def report(levels: list[Level], recorded_ms: dict[str, float], alone: tuple[floa
         ),
         "",
     ]
-    ours, checks = by_generator(levels)
+    ours, checks, references = by_generator(levels)
+    pairs = [(ours[users], reference) for users, reference in references.items() if users in ours]
+    if pairs:
+        lines += [
+            "the API beside the reference (scripts/reference_api.py: a ticket's same I/O and nothing else), in turn",
+            "(API, reference, reference, API: the mean of two windows each), on the same generator and simulator;",
+            "CPU ms per ticket of the API's process (loop + threads):",
+            "",
+            format_table(
+                ["users", "tickets/s API", "reference", "API ÷ ref", "CPU ms API", "reference", "API ÷ ref"]
+                + ["/health p99 ms API", "reference", "API ÷ ref"],
+                [
+                    [lab.users]
+                    + [
+                        f"{figure:.2f}"
+                        for api_figure, reference_figure in beside_reference(lab, reference).values()
+                        for figure in (api_figure, reference_figure, api_figure / reference_figure)
+                    ]
+                    for lab, reference in pairs
+                ],
+            ),
+            "",
+        ]
+    lines += [
+        "the machine's pace (a fixed piece of Python work, ms of CPU; lower is faster): "
+        + ", ".join(f"{ms:.1f}" for ms in pace)
+        + " (before and after the levels); absolute figures hold for this machine in this hour only",
+        "",
+    ]
     if checks:
         lines += [
             "wrk beside the bench (async, one API process; wrk: one thread, the same ramp, the same tickets):",
@@ -73,10 +122,15 @@ def report(levels: list[Level], recorded_ms: dict[str, float], alone: tuple[floa
         ]
     elif ours and not wrk.available():
         lines += ["wrk is not installed (Debian's package wrk): no outside check of the bench's generator", ""]
-    return "\n".join(lines + ["targets:", *verdicts(ours, checks)])
+    return "\n".join(lines + ["targets:", *verdicts(ours, checks, references)])
 
 
-def verdicts(ours: dict[int, Level], checks: list[Level]) -> list[str]:
+def name(level: Level) -> str:
+    """A level's first column: its INTAKE_MODE, or the reference app."""
+    return level.mode if level.app == "lab" else level.app
+
+
+def verdicts(ours: dict[int, Level], checks: list[Level], references: dict[int, Level]) -> list[str]:
     """PASS or FAIL for each target, and for wrk's agreement, at the levels that ran."""
     lines = []
     for users, share in TARGETS.items():
@@ -88,15 +142,17 @@ def verdicts(ours: dict[int, Level], checks: list[Level]) -> list[str]:
                     f"{ours[users].fraction:.1%}",
                 )
             )
-    if HEALTH_P99_USERS in ours:
-        p99 = ours[HEALTH_P99_USERS].health_p99_ms
+    if REFERENCE_USERS in ours and REFERENCE_USERS in references:
+        figures = beside_reference(ours[REFERENCE_USERS], references[REFERENCE_USERS])
+        at = f"at {REFERENCE_USERS} users"
+        ratio = figures["tickets/s"][0] / figures["tickets/s"][1]
         lines.append(
-            _verdict(
-                f"/health p99 at {HEALTH_P99_USERS} users <= {HEALTH_P99_TARGET_MS} ms",
-                p99 <= HEALTH_P99_TARGET_MS,
-                f"{p99:.1f} ms",
-            )
-        )
+            _verdict(f"tickets/s {at} >= {AT_LEAST_OF_REFERENCE} x the reference's", ratio >= AT_LEAST_OF_REFERENCE,
+                     f"{ratio:.2f}")
+        )  # fmt: skip
+        for figure, most in AT_MOST_OF_REFERENCE.items():
+            ratio = figures[figure][0] / figures[figure][1]
+            lines.append(_verdict(f"{figure} {at} <= {most} x the reference's", ratio <= most, f"{ratio:.2f}"))
     if GENERATOR_USERS in ours:
         share = ours[GENERATOR_USERS].generator_share
         lines.append(

@@ -2,7 +2,10 @@
 other threads), the simulator, PostgreSQL and the load generator (this process)."""
 
 import asyncio
+import functools
+import json
 import os
+import statistics
 import time
 from collections.abc import Callable
 
@@ -22,11 +25,7 @@ def processes_by_role(api_pid: int, simulator_pid: int) -> Roles:
     and a list made at start-up would miss them. A PostgreSQL that is not the lab's (DATABASE_URL)
     is not counted: a warning says so.
     """
-    try:
-        server: psutil.Process | None = postmaster()
-    except CommandError as exc:
-        progress(f"warning: PostgreSQL's CPU is not counted: {exc}")
-        server = None
+    server = counted_postgres()
     roots = {"api": psutil.Process(api_pid), "simulator": psutil.Process(simulator_pid)}
     if server is not None:
         roots["postgres"] = server
@@ -41,6 +40,16 @@ def processes_by_role(api_pid: int, simulator_pid: int) -> Roles:
         return {**{role: family(root) for role, root in roots.items()}, "generator": [psutil.Process(os.getpid())]}
 
     return roles
+
+
+@functools.cache
+def counted_postgres() -> psutil.Process | None:
+    """The lab's PostgreSQL server, whose CPU is counted; None, with a warning the first time, where it is not."""
+    try:
+        return postmaster()
+    except CommandError as exc:
+        progress(f"warning: PostgreSQL's CPU is not counted: {exc}")
+        return None
 
 
 def cpu_seconds(pid: int) -> float:
@@ -90,3 +99,18 @@ async def cpu_of_window(roles: Roles, start: float, duration_s: float) -> dict[s
     await asyncio.sleep(start + duration_s - time.perf_counter())
     after = await asyncio.to_thread(lambda: cpu_snapshot(roles()))
     return cpu_between(before, after)
+
+
+def pace_ms(rounds: int = 5) -> float:
+    """The machine's pace: the median time (ms) of a fixed piece of Python work, the same in every run.
+
+    Lower is faster. Timed before and after a run, it tells two phases of the machine apart: in a
+    slow one, every process spends more CPU on the same work.
+    """
+    times = []
+    for _ in range(rounds):
+        started = time.process_time()
+        for number in range(20_000):
+            json.loads(json.dumps({"id": number, "subject": f"ticket {number}", "tags": [number, str(number)]}))
+        times.append((time.process_time() - started) * 1000)
+    return statistics.median(times)

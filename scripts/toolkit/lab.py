@@ -25,6 +25,7 @@ KEEP_ALIVE_S = 5  # an idle keep-alive connection is closed after this long (uvi
 FILES_PER_CONNECTION = 2  # a client's socket, and the provider call it may wait on
 FILES_RESERVE = 256  # the database pool, logs, the libraries' own files
 STOP_TIMEOUT_S = 10  # SIGKILL after this; every request has finished by then in these runs
+API_APP = "ticket_api.main:app"
 
 
 def simulator(
@@ -51,15 +52,17 @@ def api(
     loop: str = "asyncio",
     limit_concurrency: int = LIMIT_CONCURRENCY,
     keep_alive_s: float = KEEP_ALIVE_S,
+    app: str = API_APP,
 ) -> Service:
-    """The ticket API under uvicorn on a free port; `env` sets its settings (INTAKE_MODE=..., ...).
+    """The ticket API (or `app`, reading the same settings) under uvicorn on a free port; `env` sets its settings
+    (INTAKE_MODE=..., ...).
 
     `loop` is asyncio's own event loop, as the course measured, or "uvloop"; named, never left to
     uvicorn's "auto", which takes uvloop whenever it is installed.
     """
     port = port or free_port()
     bounds = ["--limit-concurrency", str(limit_concurrency), "--timeout-keep-alive", f"{keep_alive_s:g}"]
-    argv = uvicorn_command("ticket_api.main:app", port, workers, loop, *bounds)
+    argv = uvicorn_command(app, port, workers, loop, *bounds)
     short = raise_open_files_limit(FILES_PER_CONNECTION * limit_concurrency + FILES_RESERVE)
     if short:
         progress(f"warning: {short}: the API may refuse connections before --limit-concurrency {limit_concurrency}")

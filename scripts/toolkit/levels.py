@@ -14,7 +14,7 @@ import os
 import random
 import statistics
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import httpx
@@ -53,6 +53,7 @@ class Level:
     p95_ms: float
     health_p99_ms: float
     generator: str = "bench"
+    app: str = "lab"  # "reference": scripts.reference_api, measured beside the API with the same generator
     counted_per_s: float = float("nan")  # 201s within the window ÷ its length: Little's law's cross-check
     cpu_ms_per_ticket: dict = field(default_factory=dict)
 
@@ -81,6 +82,30 @@ class Level:
     def generator_share(self) -> float:
         """The load generator's CPU per ticket ÷ the API's: how much of the work was the measuring itself."""
         return self.cpu_ms_per_ticket["generator"] / self.api_cpu_ms_per_ticket
+
+
+def pooled(windows: list[Level]) -> Level:
+    """Windows of one app at one level, taken in turn with another app's, as one level: the tickets summed, every
+    other figure the windows' mean."""
+
+    def mean(figure: str) -> float:
+        return statistics.fmean(getattr(window, figure) for window in windows)
+
+    return replace(
+        windows[0],
+        tickets=sum(window.tickets for window in windows),
+        failed=sum(window.failed for window in windows),
+        mean_error_ms=sum(window.mean_error_ms**2 for window in windows) ** 0.5 / len(windows),
+        mean_ms=mean("mean_ms"),
+        p50_ms=mean("p50_ms"),
+        p95_ms=mean("p95_ms"),
+        health_p99_ms=mean("health_p99_ms"),
+        counted_per_s=mean("counted_per_s"),
+        cpu_ms_per_ticket={
+            role: statistics.fmean(window.cpu_ms_per_ticket[role] for window in windows)
+            for role in windows[0].cpu_ms_per_ticket
+        },
+    )
 
 
 def window_s(duration_s: float, users: int, ticket_s: float) -> float:
@@ -138,12 +163,14 @@ def measure(
     profile_of: tuple[int, Path] | None = None,
     api_processes: int = 1,
     give_up_s: float | None = None,
+    app: str = "lab",
 ) -> Level:
     """Drive `users` closed-loop users for `duration_s`, after a ramp of one T over which their first tickets start.
 
     With `profile_of` (pid, path), py-spy samples that process over the measured window.
     """
-    progress(f"  {mode}, {users} users, {api_processes} API process(es): {ticket_s:.1f} s ramp + {duration_s:.0f} s")
+    who = f"{api_processes} API process(es)" if app == "lab" else f"the {app}"
+    progress(f"  {mode}, {users} users, {who}: {ticket_s:.1f} s ramp + {duration_s:.0f} s")
     tickets = [("POST", "/v1/tickets", body) for body in ticket_bodies()]
 
     async def load_and_cpu():  # the window starts after the ramp, for every part alike
@@ -181,6 +208,7 @@ def measure(
         p95_ms=quantile(latencies, 0.95) if latencies else float("nan"),
         health_p99_ms=quantile(health_ms, 0.99) if health_ms else float("nan"),
         counted_per_s=len(done) / duration_s,
+        app=app,
         # The CPU of the measured window over the tickets that ended in it.
         cpu_ms_per_ticket={role: seconds * 1000 / max(1, len(done)) for role, seconds in cpu.items()},
     )

@@ -1,5 +1,5 @@
-"""scripts.bench: its CPU accounting (the measured window only, processes born inside it included), wrk, and a short
-run on a PostgreSQL of DATABASE_URL."""
+"""scripts.bench: its CPU accounting (the measured window only, processes born inside it included), its verdicts
+against the reference app, wrk, and a short run on a PostgreSQL of DATABASE_URL, the reference app beside the API."""
 
 import asyncio
 import json
@@ -8,7 +8,9 @@ import pytest
 from fastapi import FastAPI, Request
 
 from scripts.toolkit import wrk
+from scripts.toolkit.bench_report import by_generator, verdicts
 from scripts.toolkit.cpu import cpu_between
+from scripts.toolkit.levels import Level
 from tests.lab.tools.commands import run_module
 from tests.servers import serve
 
@@ -22,6 +24,33 @@ def test_cpu_between_counts_each_process_from_its_first_look_and_a_newcomer_whol
         "postgres": {20: 2.5, 22: 0.25},
     }
     assert cpu_between(before, after) == {"api loop": 0.75, "api threads": 0.25, "postgres": 0.75}
+
+
+def level(app: str, mean_ms: float, cpu_ms: float, health_p99_ms: float) -> Level:
+    """A 256-user level of `app` whose tickets all succeeded, its CPU per ticket all on the API's loop."""
+    return Level(
+        mode="async", users=256, api_processes=1, tickets=1000, failed=0, mean_ms=mean_ms, mean_error_ms=1.0,
+        limit=256 / 2.2, p50_ms=mean_ms, p95_ms=mean_ms, health_p99_ms=health_p99_ms, app=app,
+        cpu_ms_per_ticket={"api loop": cpu_ms, "api threads": 0.0, "generator": 0.1},
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("lab", "failed"),
+    [
+        (level("lab", 2300, 10.9, 44), []),
+        (level("lab", 2400, 10.9, 44), ["tickets/s"]),  # 2300 / 2400 = 0.958 of the reference's tickets/s
+        (level("lab", 2300, 11.2, 44), ["CPU per ticket"]),
+        (level("lab", 2300, 10.9, 46), ["/health p99"]),
+    ],
+)
+def test_at_256_users_the_api_is_judged_against_the_reference_of_the_same_run(lab, failed):
+    reference = level("reference", 2300, 10.0, 30)
+    lines = verdicts(*by_generator([lab, reference]))
+    assert len(lines) == 3
+    assert [line.split()[1] for line in lines if line.strip().startswith("FAIL")] == [
+        word.split()[0] for word in failed
+    ]
 
 
 def test_a_lua_string_holds_any_bytes_the_tickets_have():
@@ -53,7 +82,7 @@ def test_wrk_drives_a_closed_loop_and_its_mean_is_the_servers_time():
 def test_with_database_url_set_the_bench_runs_and_says_in_one_line_that_postgres_is_not_counted(
     lab_database_url, tmp_path
 ):
-    # 256 users: the shortest level the bench allows (it measures 500 tickets at least), alone of its kind.
+    # 256 users: the shortest level the bench allows (it measures 500 tickets at least), the reference right after.
     levels = ["--users", "256", "--two-process-users", "0", "--thread-users", "0", "--wrk-users", "0"]
     result = run_module(
         "scripts.bench", *levels, "--duration", "1", "--alone", "2", "--out", str(tmp_path),
@@ -63,6 +92,10 @@ def test_with_database_url_set_the_bench_runs_and_says_in_one_line_that_postgres
     assert "Traceback" not in result.stderr
     warning = "warning: PostgreSQL's CPU is not counted: DATABASE_URL is set"
     assert sum(line.startswith(warning) for line in result.stderr.splitlines()) == 1
-    (level,) = json.loads((tmp_path / "bench.json").read_text())["levels"]
-    assert level["users"] == 256 and level["tickets"] > 0
-    assert set(level["cpu_ms_per_ticket"]) == {"api loop", "api threads", "simulator", "generator"}
+    figures = json.loads((tmp_path / "bench.json").read_text())
+    assert [level["app"] for level in figures["levels"]] == ["lab", "reference"]
+    for level in figures["levels"]:
+        assert level["users"] == 256 and level["tickets"] > 0
+        assert set(level["cpu_ms_per_ticket"]) == {"api loop", "api threads", "simulator", "generator"}
+    assert len(figures["pace_ms"]) == 2 and all(ms > 0 for ms in figures["pace_ms"])
+    assert "the API beside the reference" in result.stdout

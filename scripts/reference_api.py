@@ -1,0 +1,144 @@
+"""The bench's reference: the plainest FastAPI app that does a ticket's I/O, and nothing else.
+
+`uvicorn scripts.reference_api:app`, with the API's settings in the environment (PROVIDER_URL,
+DATABASE_URL, the pool sizes). Like the API's async mode, it checks the customer in the thread pool
+on a psycopg pool, makes the three provider calls through `httpx.AsyncClient` over httpx-aiohttp's
+transport, and saves the ticket and its AI results in one short transaction. It has no middleware,
+metrics, request log, watchdog, idempotency, Server-Timing or garbage-collector settings, and
+psycopg's defaults. `python -m scripts.bench` runs it beside the API on the same generator and
+simulator, so that what the stack itself costs in this hour of the machine is measured too.
+"""
+
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import datetime
+
+import httpx
+from fastapi import FastAPI, HTTPException, Request
+from httpx_aiohttp import AiohttpTransport
+from psycopg_pool import ConnectionPool
+from pydantic import BaseModel
+from starlette.concurrency import run_in_threadpool
+
+from ticket_api.ai import AiWork, classify_request, draft_request, embed_request, read_answers
+from ticket_api.config import load_settings
+from ticket_api.database import resolve_dsn
+
+
+class NewTicket(BaseModel):
+    """The body of POST /v1/tickets."""
+
+    customer_id: int
+    subject: str
+    body: str
+
+
+class Ticket(BaseModel):
+    """A saved ticket with the AI's category, priority and drafted reply."""
+
+    id: int
+    customer_id: int
+    subject: str
+    body: str
+    category: str
+    priority: str
+    draft_reply: str
+    created_at: datetime
+
+
+@asynccontextmanager
+async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    """One psycopg pool and one provider client for the process."""
+    settings = load_settings()
+    size = settings.provider_max_connections
+    limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
+    app.state.client = httpx.AsyncClient(
+        base_url=settings.provider_url,
+        headers={"Authorization": f"Bearer {settings.provider_api_key.get_secret_value()}"},
+        timeout=settings.provider_timeout_s,
+        transport=AiohttpTransport(limits=limits),
+    )
+    pool = ConnectionPool(
+        resolve_dsn(settings), min_size=settings.db_pool_min_size, max_size=settings.db_pool_max_size, open=False
+    )
+    app.state.pool = pool
+    await run_in_threadpool(pool.open, wait=True)
+    try:
+        yield
+    finally:
+        await app.state.client.aclose()
+        await run_in_threadpool(pool.close)
+
+
+app = FastAPI(lifespan=lifespan)
+
+
+@app.get("/health")
+async def health() -> dict:
+    """Nothing to do: how free the event loop is."""
+    return {"status": "ok"}
+
+
+@app.post("/v1/tickets", status_code=201, response_model=Ticket)
+async def create_ticket(new: NewTicket, request: Request) -> dict:
+    """Check the customer, do the three provider calls, save the ticket and its results."""
+    pool, client = request.app.state.pool, request.app.state.client
+    if not await run_in_threadpool(customer_exists, pool, new.customer_id):
+        raise HTTPException(404, "customer not found")
+    classified, classify_ms = await call(client, "/chat/completions", classify_request(new.subject, new.body))
+    drafted, draft_ms = await call(client, "/chat/completions", draft_request(new.subject, new.body))
+    embedded, embed_ms = await call(client, "/embeddings", embed_request(new.subject, new.body))
+    work = read_answers(classified, drafted, embedded, (classify_ms, draft_ms, embed_ms))
+    return await run_in_threadpool(save, pool, new, work)
+
+
+async def call(client: httpx.AsyncClient, path: str, body: dict) -> tuple[dict, float]:
+    """POST to the provider: (answer, elapsed ms)."""
+    started = time.perf_counter()
+    response = await client.post(path, json=body)
+    response.raise_for_status()
+    return response.json(), (time.perf_counter() - started) * 1000
+
+
+def customer_exists(pool: ConnectionPool, customer_id: int) -> bool:
+    """True when the customer exists."""
+    with pool.connection() as conn:
+        return conn.execute("SELECT 1 FROM customers WHERE id = %s", (customer_id,)).fetchone() is not None
+
+
+def save(pool: ConnectionPool, new: NewTicket, work: AiWork) -> dict:
+    """The ticket and its AI results in one transaction; the saved ticket."""
+    with pool.connection() as conn:
+        saved = conn.execute(
+            "INSERT INTO tickets (customer_id, subject, body) VALUES (%s, %s, %s) RETURNING id, created_at",
+            (new.customer_id, new.subject, new.body),
+        ).fetchone()
+        assert saved is not None  # INSERT ... RETURNING gives the row it inserted
+        ticket_id, created_at = saved
+        conn.execute(
+            """INSERT INTO ticket_ai_results (ticket_id, category, priority, draft_reply, embedding,
+               classify_model, classify_ms, draft_model, draft_ms, embed_model, embed_ms)
+               VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)""",
+            (
+                ticket_id,
+                work.category,
+                work.priority,
+                work.draft_reply,
+                work.embedding,
+                work.models["classify"],
+                work.elapsed_ms["classify"],
+                work.models["draft"],
+                work.elapsed_ms["draft"],
+                work.models["embed"],
+                work.elapsed_ms["embed"],
+            ),
+        )
+    return {
+        **new.model_dump(),
+        "id": ticket_id,
+        "created_at": created_at,
+        "category": work.category,
+        "priority": work.priority,
+        "draft_reply": work.draft_reply,
+    }
