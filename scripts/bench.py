@@ -17,8 +17,8 @@ checks the targets.
 Where the CPU binds (256 users and more), how far one process gets depends on the hour of the
 machine: the same code has spent 2.2 times the CPU per ticket in a slow hour. So at 256 and 512
 users the bench also runs a reference app (scripts/reference_api.py: a ticket's same I/O through
-the same libraries, and nothing else) in turn with the API (API, reference, reference, API: the
-mean of two windows each), on the same generator and simulator, judges the API against it, and
+the same libraries, and nothing else) in turn with the API (API, reference, reference, API, twice:
+the mean of four windows each), on the same generator and simulator, judges the API against it, and
 times a fixed piece of Python work before and after (the pace), so that two runs can be told
 apart. Where wrk is installed, it drives the 256- and 512-user levels too, as an outside check of
 the bench's own generator.
@@ -33,7 +33,7 @@ from dataclasses import asdict
 
 from scripts.toolkit import profile, wrk
 from scripts.toolkit.bench_report import by_generator, machine, report, verdicts
-from scripts.toolkit.cli import Clock, output_folder, parse_levels, progress, run
+from scripts.toolkit.cli import Clock, output_folder, parse_levels, positive_int, progress, run
 from scripts.toolkit.cpu import pace_ms, processes_by_role
 from scripts.toolkit.lab import api as api_service
 from scripts.toolkit.lab import started
@@ -76,6 +76,12 @@ def main() -> int:
         type=parse_levels_or_none,
         default=[256, 512],
         help="async levels where the reference app runs in turn with the API (0: none; default 256,512)",
+    )
+    parser.add_argument(
+        "--reference-rounds",
+        type=positive_int,
+        default=2,
+        help="rounds of API, reference, reference, API at each of those levels (default %(default)s)",
     )
     parser.add_argument("--thread-users", type=int, default=128, help="the thread-mode level (0: skip)")
     parser.add_argument(
@@ -137,11 +143,16 @@ def main() -> int:
                 profile_of = (api.pid, folder / "profile.txt") if args.profile and users == args.users[-1] else None
                 level = measure("async", users, seconds, ticket_s, api.url, roles, args.loop, profile_of)
                 if users in args.reference_users:
-                    # In turn: the API, the reference twice, the API again, so that a drift of the machine's
-                    # pace over the four windows weighs on both alike.
+                    # In turn: the API, the reference twice, the API again (and again, for each round), so that
+                    # a drift of the machine's pace over the windows weighs on both alike.
                     window = functools.partial(measure, "async", users, seconds, ticket_s, loop=args.loop)
-                    theirs = [window(reference.url, reference_roles, app="reference") for _ in range(2)]
-                    levels += [pooled([level, window(api.url, roles)]), pooled(theirs)]
+                    ours: list[Level] = []
+                    theirs: list[Level] = []
+                    for round_number in range(args.reference_rounds):
+                        ours.append(level if round_number == 0 else window(api.url, roles))
+                        theirs += [window(reference.url, reference_roles, app="reference") for _ in range(2)]
+                        ours.append(window(api.url, roles))
+                    levels += [pooled(ours), pooled(theirs)]
                 else:
                     levels.append(level)
                 if users in args.wrk_users:

@@ -80,8 +80,8 @@ def report(
     if pairs:
         lines += [
             "the API beside the reference (scripts/reference_api.py: a ticket's same I/O and nothing else), in turn",
-            "(API, reference, reference, API: the mean of two windows each), on the same generator and simulator;",
-            "CPU ms per ticket of the API's process (loop + threads):",
+            "(API, reference, reference, API, each round: the mean of their windows) on the same generator and",
+            "simulator; CPU ms per ticket of the API's process (loop + threads):",
             "",
             format_table(
                 ["users", "tickets/s API", "reference", "API ÷ ref", "CPU ms API", "reference", "API ÷ ref"]
@@ -99,7 +99,7 @@ def report(
             "",
         ]
     lines += [
-        "the machine's pace (a fixed piece of Python work, ms of CPU; lower is faster): "
+        "the machine's pace (a fixed piece of Python work, the fastest of 7 rounds, ms of CPU; lower is faster): "
         + ", ".join(f"{ms:.1f}" for ms in pace)
         + " (before and after the levels); absolute figures hold for this machine in this hour only",
         "",

@@ -5,8 +5,7 @@ answered, their first tickets spread evenly over one T (the recording's mean AI 
 no design beats N ÷ T tickets per second). A level gives its tickets per second (users ÷ mean
 ticket time × the share of 201s, Little's law), the fraction of the limit, latencies, /health's
 p99 (the one prober, over the measured window) and the CPU each process spent per ticket; wrk can
-drive the same level as an outside check. A level needs only the API's URL and its processes, so
-any API can be measured the same way.
+drive the same level. A level needs only an API's URL and processes: the reference app's is alike.
 """
 
 import asyncio
@@ -85,8 +84,7 @@ class Level:
 
 
 def pooled(windows: list[Level]) -> Level:
-    """Windows of one app at one level, taken in turn with another app's, as one level: the tickets summed, every
-    other figure the windows' mean."""
+    """Windows of one app at one level, taken in turn with another's, as one: tickets summed, the rest averaged."""
 
     def mean(figure: str) -> float:
         return statistics.fmean(getattr(window, figure) for window in windows)
@@ -102,8 +100,7 @@ def pooled(windows: list[Level]) -> Level:
         health_p99_ms=mean("health_p99_ms"),
         counted_per_s=mean("counted_per_s"),
         cpu_ms_per_ticket={
-            role: statistics.fmean(window.cpu_ms_per_ticket[role] for window in windows)
-            for role in windows[0].cpu_ms_per_ticket
+            role: statistics.fmean(w.cpu_ms_per_ticket[role] for w in windows) for role in windows[0].cpu_ms_per_ticket
         },
     )
 

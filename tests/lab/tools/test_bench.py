@@ -83,7 +83,8 @@ def test_with_database_url_set_the_bench_runs_and_says_in_one_line_that_postgres
     lab_database_url, tmp_path
 ):
     # 256 users: the shortest level the bench allows (it measures 500 tickets at least), the reference right after.
-    levels = ["--users", "256", "--two-process-users", "0", "--thread-users", "0", "--wrk-users", "0"]
+    levels = ["--users", "256", "--reference-rounds", "1", "--two-process-users", "0", "--thread-users", "0"]
+    levels += ["--wrk-users", "0"]
     result = run_module(
         "scripts.bench", *levels, "--duration", "1", "--alone", "2", "--out", str(tmp_path),
         env={"DATABASE_URL": lab_database_url},
