@@ -12,7 +12,6 @@ simulator, so that what the stack itself costs in this hour of the machine is me
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import datetime
 
 import httpx
 from fastapi import FastAPI, HTTPException, Request
@@ -24,27 +23,15 @@ from starlette.concurrency import run_in_threadpool
 from ticket_api.ai import AiWork, classify_request, draft_request, embed_request, read_answers
 from ticket_api.config import load_settings
 from ticket_api.database import resolve_dsn
+from ticket_api.models import Ticket
 
 
 class NewTicket(BaseModel):
-    """The body of POST /v1/tickets."""
+    """The body of POST /v1/tickets, without the API's constraints (strict ids, lengths, no NUL)."""
 
     customer_id: int
     subject: str
     body: str
-
-
-class Ticket(BaseModel):
-    """A saved ticket with the AI's category, priority and drafted reply."""
-
-    id: int
-    customer_id: int
-    subject: str
-    body: str
-    category: str
-    priority: str
-    draft_reply: str
-    created_at: datetime
 
 
 @asynccontextmanager
