@@ -11,30 +11,23 @@ check  (a) the latest snapshot equals the root, the earlier one differs only whe
 
 import argparse
 import filecmp
-import json
-import operator
-import os
 import re
 import shutil
-import subprocess
-import sys
 import tempfile
-import tomllib
-from dataclasses import dataclass
 from pathlib import Path
 
 from scripts.toolkit import lab
 from scripts.toolkit.cli import CommandError, progress, run
 from scripts.toolkit.databases import init
 from scripts.toolkit.imports import is_command, reachable
-from scripts.toolkit.lessons import render_readme
+from scripts.toolkit.lessons import command_speed, load_lessons, render_readme, run_command, shape_problems
 from scripts.toolkit.settings_table import load_settings_class, with_settings_table
+from scripts.toolkit.suites import run_suite
 from ticket_api.config import load_settings
 from ticket_api.database import resolve_dsn
 
 ROOT = Path(__file__).resolve().parent.parent
 SNAPSHOTS = ROOT / "snapshots"
-LESSONS = SNAPSHOTS / "lessons.toml"
 # A student's project: these folders whole, the suite's files in tests/ (not tests/lab/), these files, and of
 # scripts/ the scripts the lessons run and what they import. Everything else is the lab's own.
 WHOLE_FOLDERS = ("ticket_api", "simulator", "locustfiles")
@@ -51,29 +44,6 @@ NOT_THE_PROJECT = {
     ".env",
 }  # the lab's own notes on the API: measurements, reliability
 OWN_README = "README.md"  # each snapshot has its own, written for the student's project at that point
-SUITE_TIMEOUT_S = 900
-COMPARISONS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
-
-
-@dataclass
-class Lesson:
-    """One lesson of lessons.toml."""
-
-    id: str
-    title: str
-    before: str
-    source: str
-    copy: list[str]
-    tests: int
-    differs_from_source: list[str]
-    commands: list[dict]
-
-
-def load_lessons() -> tuple[dict, list[Lesson]]:
-    """The snapshots and lessons of lessons.toml."""
-    data = tomllib.loads(LESSONS.read_text())
-    lessons = [Lesson(commands=entry.pop("commands", []), **entry) for entry in data["lessons"]]
-    return data["snapshots"], lessons
 
 
 def entry_points(tree: Path) -> set[Path]:
@@ -199,21 +169,6 @@ def copy_tree(snapshot: Path, into: Path) -> Path:
     return into
 
 
-def run_suite(project: Path, database_url: str) -> str:
-    """Run `python -m pytest` inside a project; returns pytest's summary line."""
-    env = {**os.environ, "DATABASE_URL": database_url}
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q"],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=SUITE_TIMEOUT_S,
-    )
-    lines = [line.strip("= ") for line in result.stdout.splitlines() if line.strip()]
-    return lines[-1] if lines else f"no output (exit {result.returncode}): {result.stderr.strip()[-300:]}"
-
-
 def suite_problem(label: str, summary: str, expected: int) -> str | None:
     """None when the summary is exactly `N passed`, else what is wrong."""
     if re.fullmatch(rf"{expected} passed in [\d.]+s( \([\d:]+\))?", summary):
@@ -229,7 +184,7 @@ def check_suites_and_lessons(workdir: Path, speed: float) -> list[str]:
     problems = []
     for name, snapshot in snapshots.items():
         progress(f"(b) {name}: running its suite")
-        summary = run_suite(copy_tree(SNAPSHOTS / name, workdir / name), database_url)
+        summary = run_suite(copy_tree(SNAPSHOTS / name, workdir / name), {"DATABASE_URL": database_url}).summary
         problems.append(suite_problem(name, summary, snapshot["tests"]))
     states = {name: workdir / name for name in snapshots}
     for lesson in lessons:
@@ -246,7 +201,7 @@ def check_suites_and_lessons(workdir: Path, speed: float) -> list[str]:
             label=f"{lesson.id} replayed vs {lesson.source}",
         )
         problems += unexpected
-        summary = run_suite(project, database_url)
+        summary = run_suite(project, {"DATABASE_URL": database_url}).summary
         problems.append(suite_problem(f"{lesson.id} replayed", summary, lesson.tests))
         for command in lesson.commands:
             progress(f"(d) {lesson.id}: {command['name']}")
@@ -259,46 +214,15 @@ def check_command(project: Path, command: dict, speed: float, database_url: str)
 
     A command's own `speed` in lessons.toml wins over the check's.
     """
-    speed = command.get("speed", speed)
+    speed = command_speed(command, speed)
     env = {**command.get("api_env", {}), "DATABASE_URL": database_url}
     try:
         with lab.simulator(speed=speed, quota=0, cwd=project) as simulator:
             with lab.api(f"{simulator.url}/v1", env=env, cwd=project) as api:
-                argv = [sys.executable, *command["run"].removeprefix("python").split(), "--url", api.url, "--json"]
-                for flag, value in command.get("scaled_args", {}).items():
-                    argv += [flag, f"{value * speed:g}"]
-                result = subprocess.run(argv, cwd=project, capture_output=True, text=True, timeout=600)
+                figures = run_command(command, api.url, speed, cwd=project)
     except CommandError as exc:
         return [f"{command['name']}: {exc}"]
-    if result.returncode not in (0, 1):  # 1 = some tickets failed: the figures still say what happened
-        return [f"{command['name']}: `{command['run']}` exited {result.returncode}: {result.stderr.strip()[-300:]}"]
-    figures = json.loads(result.stdout)
     return [f"{command['name']}: {problem}" for problem in shape_problems(figures, command["expect"], speed)]
-
-
-def shape_problems(figures: dict, expect: dict, speed: float) -> list[str]:
-    """Compare figures with an `expect` table: equal lists, "< x" / "<= x" / "> x" / ">= x" bounds and
-    "a to b" ranges (both ends included); bounds marked "scaled" are multiplied by the speed."""
-    problems = []
-    for key, wanted in expect.items():
-        actual = figures.get(key)
-        if isinstance(wanted, list):
-            if actual != wanted:
-                problems.append(f"{key} is {actual}, expected {wanted}")
-            continue
-        words = wanted.split()
-        scale = speed if words[-1] == "scaled" else 1
-        words = words[:-1] if words[-1] == "scaled" else words
-        if len(words) == 3 and words[1] == "to":
-            low, high = float(words[0]) * scale, float(words[2]) * scale
-            holds, shown = actual is not None and low <= actual <= high, f"{low:g} to {high:g}"
-        else:
-            comparison, bound = words
-            limit = float(bound) * scale
-            holds, shown = actual is not None and COMPARISONS[comparison](actual, limit), f"{comparison} {limit:g}"
-        if not holds:
-            problems.append(f"{key} is {actual}, expected {shown}")
-    return problems
 
 
 def main() -> int:
