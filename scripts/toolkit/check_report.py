@@ -1,0 +1,108 @@
+"""What scripts.check prints: every check in plain words, or as JSON; the hints' texts come from check_hints.toml."""
+
+import json
+import textwrap
+import tomllib
+from functools import cache
+from pathlib import Path
+
+from scripts.toolkit.checks import ERROR, FAILED, PASSED, SKIPPED, Result
+
+HINTS_FILE = Path(__file__).with_name("check_hints.toml")
+WIDTH = 100
+INDENT = " " * 17
+
+
+@cache
+def hints() -> dict[str, dict]:
+    """check_hints.toml: {id: {kind, section, text}}."""
+    return tomllib.loads(HINTS_FILE.read_text())
+
+
+def hint_text(result: Result) -> str | None:
+    """The result's hint, its {names} filled in."""
+    if result.hint_id is None:
+        return None
+    values = {key: str(value) for key, value in result.hint_values.items()}
+    return hints()[result.hint_id]["text"].format_map(_Blank(values))
+
+
+def as_json(results: list[Result], header: dict) -> str:
+    """Every check with name, description, status, expected, measured, reason, hint, lesson_section, and more."""
+    checks = []
+    for result in results:
+        hint = hints()[result.hint_id] if result.hint_id else {}
+        checks.append(
+            {
+                "name": result.name,
+                "description": result.description,
+                "status": result.status,
+                "expected": result.expected,
+                "measured": result.measured,
+                "reason": result.reason,
+                "hint": hint_text(result),
+                "hint_id": result.hint_id,
+                "hint_kind": hint.get("kind"),
+                "lesson_section": hint.get("section"),
+                "info": result.info,
+                "runs": result.runs,
+                "rerun": result.rerun,
+                "seconds": result.seconds,
+            }
+        )
+    return json.dumps({**header, "checks": checks}, indent=2, ensure_ascii=False)
+
+
+def as_text(results: list[Result], header: dict) -> str:
+    """The checks one after another, as a student reads them, then one line of totals."""
+    lines = [f'{header["project"]}, checked against "{header["lesson_title"]}" ({header["lesson"]}):', ""]
+    for result in results:
+        lines += _check_lines(result)
+    counts = {status: sum(1 for r in results if r.status == status) for status in (PASSED, FAILED, SKIPPED, ERROR)}
+    words = {PASSED: "passed", FAILED: "failed", SKIPPED: "could not check", ERROR: "could not run"}
+    totals = ", ".join(f"{n} {words[status]}" for status, n in counts.items() if n)
+    checks = f"{len(results)} check" + ("" if len(results) == 1 else "s")
+    lines += ["", f"{checks}: {totals} ({header['seconds']:.0f} s)"]
+    return "\n".join(lines)
+
+
+def exit_code(results: list[Result]) -> int:
+    """0 every check passed, 1 a check failed, 2 the checker could not run one (and none failed)."""
+    statuses = {result.status for result in results}
+    return 1 if FAILED in statuses else 2 if ERROR in statuses else 0
+
+
+def _check_lines(result: Result) -> list[str]:
+    word = {PASSED: "passed", FAILED: "FAILED", SKIPPED: "could not check", ERROR: "could not run"}[result.status]
+    lines = [f"{word:<16} {result.name}: {result.description}"]
+    if result.status == SKIPPED:
+        return lines + _wrapped(f"because {result.because} failed")
+    if result.status == ERROR:
+        return lines + _wrapped(result.reason or "") + [f"{INDENT}rerun it alone: {result.rerun}"]
+    if result.status == FAILED:
+        lines += _wrapped(f"expected {result.expected}")
+        lines += _wrapped(f"measured {result.measured}" + (" (failed twice)" if result.runs == 2 else ""))
+    elif result.measured:
+        lines += _wrapped(f"measured {result.measured}")
+    if result.status == FAILED:
+        for line in (result.reason or "").splitlines():
+            lines += _wrapped(line)
+    lines += [line for note in result.info for line in _wrapped(f"note: {note}")]
+    if result.status == FAILED:
+        hint = hints()[result.hint_id] if result.hint_id else None
+        first, *commands = (hint_text(result) or "").splitlines() or [""]
+        lines += _wrapped(f"hint: {first}")
+        lines += [f"{INDENT}      {line}" for line in commands]  # lines to copy: never wrapped
+        if hint:
+            lines += _wrapped(f'      (the lesson, "{hint["section"]}")')
+        lines.append(f"{INDENT}rerun it alone: {result.rerun}")  # a command to copy: never wrapped
+    return lines
+
+
+def _wrapped(text: str) -> list[str]:
+    return textwrap.wrap(text, WIDTH, initial_indent=INDENT, subsequent_indent=INDENT + "  ") or [INDENT]
+
+
+class _Blank(dict):
+    def __missing__(self, key: str) -> str:
+        return f"{{{key}}}"
