@@ -17,7 +17,7 @@ from scripts.toolkit.cli import progress
 from scripts.toolkit.databases import temporary_database
 from scripts.toolkit.lessons import Lesson
 from scripts.toolkit.student_project import database_server
-from ticket_api.database import shown_dsn
+from ticket_api.connecting import shown_dsn
 
 
 class Context:

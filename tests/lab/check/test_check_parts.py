@@ -3,6 +3,7 @@ why an API did not start, the sampler that finds where the event loop was held, 
 
 import ast
 import importlib.metadata
+import json
 import os
 import re
 import subprocess
@@ -156,6 +157,12 @@ def test_the_sampler_names_the_coroutine_that_held_the_loop_and_what_waited_unde
     assert (report["file"], report["line"], report["function"], report["code"]) == ("app.py", 10, "handler", "wait()")
     assert report["waiting_in"] == {"file": "app.py", "line": 6, "function": "wait", "code": "time.sleep(0.4)"}
     assert 300 <= report["ms"] <= 600 and report["cpu"] < 0.5  # waiting, not computing
+
+
+def test_a_report_is_read_back_even_from_a_line_another_thread_wrote_into():
+    report = {"ms": 412, "cpu": 0.02, "file": "ticket_api/ai.py", "line": 82, "function": "f", "code": "x()"}
+    text = f"INFO: started\nINFO ticket_api: GET /h{held_loop.MARK}{json.dumps(report)}INFO ticket_api: POST 201\n"
+    assert held_loop.read_held(text) == [report]
 
 
 def test_the_projects_own_code_is_its_folder_without_installed_libraries_or_hidden_folders(tmp_path):
