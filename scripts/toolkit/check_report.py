@@ -74,7 +74,8 @@ def exit_code(results: list[Result]) -> int:
 
 def _check_lines(result: Result) -> list[str]:
     word = {PASSED: "passed", FAILED: "FAILED", SKIPPED: "could not check", ERROR: "could not run"}[result.status]
-    lines = [f"{word:<16} {result.name}: {result.description}"]
+    first = f"{word:<16} {result.name}: {result.description}"
+    lines = textwrap.wrap(first, WIDTH, subsequent_indent=INDENT + "  ", break_on_hyphens=False)
     if result.status == SKIPPED:
         return lines + _wrapped(f"because {result.because} failed")
     if result.status == ERROR:
@@ -100,7 +101,8 @@ def _check_lines(result: Result) -> list[str]:
 
 
 def _wrapped(text: str) -> list[str]:
-    return textwrap.wrap(text, WIDTH, initial_indent=INDENT, subsequent_indent=INDENT + "  ") or [INDENT]
+    wrapped = textwrap.wrap(text, WIDTH, initial_indent=INDENT, subsequent_indent=INDENT + "  ", break_on_hyphens=False)
+    return wrapped or [INDENT]
 
 
 class _Blank(dict):

@@ -74,10 +74,11 @@ class Stack:
         # The same uvicorn command line, run by held_loop.py (which then runs uvicorn's) instead of `python -m uvicorn`.
         assert service.argv[1:3] == ["-m", "uvicorn"], service.argv
         service.argv = [sys.executable, str(Path(held_loop.__file__)), *service.argv[3:]]
+        earlier = len(service.log_path.read_text(errors="replace")) if service.log_path.exists() else 0
         try:
             service.start(API_START_TIMEOUT_S)
         except CommandError as exc:
-            log = service.log_path.read_text(errors="replace")
+            log = service.log_path.read_text(errors="replace")[earlier:]  # this start's output, not an earlier API's
             if "did not answer" in str(exc):
                 raise ApiDidNotStart(f"no answer to GET /health within {API_START_TIMEOUT_S} s") from None
             raise ApiDidNotStart(startup_failure(log, self.project)) from None

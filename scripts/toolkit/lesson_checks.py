@@ -35,12 +35,9 @@ FIGURES = {
     "provider_in_flight_max": ("provider calls in flight (peak)", ""),
 }
 HELD_S = 1.0  # the event loop held this long in all, in spans of 0.1 s or more: worth saying, and the likely cause
-START_HINTS = {
-    "SyntaxError": "api-syntax-error",
-    "IndentationError": "api-syntax-error",
-    "TabError": "api-syntax-error",
-}
-START_HINTS |= {"ImportError": "api-import-error", "ModuleNotFoundError": "api-import-error"}
+# Why an API did not start (its one line begins with the exception's name) -> the hint.
+START_HINTS = dict.fromkeys(("SyntaxError", "IndentationError", "TabError"), "api-syntax-error")
+START_HINTS |= dict.fromkeys(("ImportError", "ModuleNotFoundError"), "api-import-error")
 
 
 def lesson_checks(ctx: Context) -> list[Check]:

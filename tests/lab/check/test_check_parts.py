@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from scripts.toolkit import held_loop
-from scripts.toolkit.check_report import exit_code, hints
+from scripts.toolkit.check_report import as_text, exit_code, hints
 from scripts.toolkit.check_stack import startup_failure
 from scripts.toolkit.checks import (
     ERROR,
@@ -84,6 +84,25 @@ def test_a_problem_of_the_checker_could_not_run_and_is_not_counted_against_the_s
     assert results["b"].reason == "could not run: the checker failed (KeyError: 'figures')"
     assert exit_code(list(results.values())) == 2
     assert exit_code([results["a"]]) == 0
+
+
+def test_the_text_says_expected_and_measured_the_hint_with_its_section_and_the_command_to_rerun():
+    stall = failed("/health median < 20 ms", "/health median 412 ms", "loop-held", "held by `time.sleep(0.5)`")
+    stall.name, stall.description, stall.runs = "async-stall", "async mode keeps /health fast", 2
+    stall.rerun = "python ../nextia-learning-labs/C21/scripts/check.py --lesson m02-io-versus-cpu --only async-stall"
+    skipped = Result("request-log", "the request log shows queries=7", SKIPPED, because="api")
+    header = {"project": "/home/amira/larkfield", "lesson": "m02-io-versus-cpu", "lesson_title": "I/O", "seconds": 19}
+    lines = as_text([stall, skipped], header).splitlines()
+    assert lines[2] == "FAILED           async-stall: async mode keeps /health fast"
+    assert "measured /health median 412 ms (failed twice)" in lines[4]
+    assert lines[6].strip().startswith("hint: A call that waits, with no await")
+    assert any('"Common mistake: One normal call in an async def stalls every' in line for line in lines)
+    assert f"                 rerun it alone: {stall.rerun}" in lines  # a command to copy, in one piece
+    assert lines[-3:] == [
+        "                 because api failed",
+        "",
+        "2 checks: 1 failed, 1 could not check (19 s)",
+    ]
 
 
 def test_only_runs_a_check_and_what_it_depends_on_in_order():
