@@ -18,5 +18,10 @@ lessons' scripts and the student suite use them):
 The lab's own tools add modules that no student's project holds, each saying what it is for:
 stack (the whole lab per INTAKE_MODE), load (the one closed load loop), quantiles, charts,
 watcher and held (what the server holds, sampled), locust and request_times (its plugin that
-records each request's time, loaded by Locust only), course, lessons, imports.
+records each request's time, loaded by Locust only), course, lessons (lessons.toml, the shape of a
+command's figures, a lesson command run), suites (a project's own test suite, run), imports.
+scripts.check's own: checks (how checks run and depend on each other), lesson_checks (the checks
+of a lesson), check_context, check_stack (the student's API, the simulator, what PostgreSQL and the
+simulator see), held_loop (where the event loop was held, from a sampler in the API's process),
+student_project (its files, settings and PostgreSQL), check_report (and its hints, check_hints.toml).
 """

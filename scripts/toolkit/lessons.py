@@ -15,6 +15,33 @@ from scripts.toolkit.cli import PROJECT_ROOT, CommandError
 
 LESSONS_FILE = PROJECT_ROOT / "snapshots" / "lessons.toml"
 LABS = "../nextia-learning-labs/C21/snapshots"  # where the course tells students to keep this repository
+# The end of snapshots/README.md: when to run scripts.check, and two of its real outputs (run on the lab's machine).
+CHECK_SECTION = """
+## Check your project
+
+After a lesson's copy step, and whenever something looks wrong, run the lab's checker in your
+project's folder, with its virtual environment active:
+
+```sh
+python ../nextia-learning-labs/C21/scripts/check.py
+```
+
+(Windows: `python ..\\nextia-learning-labs\\C21\\scripts\\check.py`.) It holds your project to the
+promises above: the copy step, the count of `python -m pytest`, then each command's result against
+your own API, in each `INTAKE_MODE`. Run on `end-of-m01`, before the copy step, it begins:
+
+```
+CHECK_M01
+```
+
+and once the files are copied, on `end-of-m02`, it ends with:
+
+```
+CHECK_M02
+```
+
+Every check, its options and a failure explained: [the root README](../README.md#check-your-project).
+"""
 COMPARISONS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "=": operator.eq}
 COMMAND_TIMEOUT_S = 180  # the longest lesson command (a blocking stall at speed 1) takes about 20 s
 
@@ -183,7 +210,7 @@ def render_readme(snapshots: dict, lessons: list) -> str:
             for command in lesson.commands:
                 env = "".join(f"{k}={v} " for k, v in command.get("api_env", {}).items())
                 lines.append(f"| {command['name']} | `{env}fastapi dev` | `{command['run']}` | {command['shows']} |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + CHECK_SECTION
 
 
 def _title(lessons: list, lesson_id: str) -> str:
