@@ -1,207 +1,32 @@
 """How close the ticket API's async intake gets to the physical limit: `python -m scripts.bench` (a benchmark).
 
-(It benchmarks the API; `python -m simulator.bench` benchmarks the simulator alone.)
+(It benchmarks the API; `python -m scripts.simulator_bench` benchmarks the simulator alone.)
 
 A ticket cannot finish faster than its three provider calls, so with N users each creating
 tickets back to back no design beats N ÷ T tickets per second, T being the mean of the recorded
 latencies the simulator replays (classify + draft + embed; it picks recorded calls at random).
 The bench drives async intake at 8, 32, 128, 256, 512 and 1,024 users against one API process,
 at 512 and 1,024 against two, and thread intake at 128, all on this machine: load generator,
-simulator (speed 1, quota off), PostgreSQL and API together. Each user is one keep-alive
-connection that sends its next ticket as soon as the last answered; their first tickets go out
-spread evenly over one T. Each level prints tickets per second (users ÷ mean ticket time × the
-share of 201s: Little's law), the limit and the fraction, latencies, /health's p99 and the CPU
-each process spent per ticket, and checks the targets. Where wrk is installed, it drives the
-256- and 512-user levels too, as an outside check of the bench's own generator.
+simulator (speed 1, quota off), PostgreSQL and API together. Each user keeps one connection
+(toolkit.load's closed loop, on aiohttp) and sends its next ticket as soon as the last answered;
+their first tickets go out spread evenly over one T. Each level prints tickets per second (users
+÷ mean ticket time × the share of 201s: Little's law), the limit and the fraction, latencies,
+/health's p99 and the CPU each process spent per ticket (the generator's beside the API's), and
+checks the targets. Where wrk is installed, it drives the 256- and 512-user levels too, as an
+outside check of the bench's own generator.
 """
 
 import argparse
 import json
-import platform
-import statistics
 import time
 from dataclasses import asdict
-from pathlib import Path
 
-import psutil
-
-from scripts.toolkit import wrk
-from scripts.toolkit.cli import (
-    Clock,
-    format_table,
-    output_folder,
-    parse_levels,
-    progress,
-    run,
-)
-from scripts.toolkit.levels import (
-    PROFILE_RATE,
-    Level,
-    measure,
-    measure_with_wrk,
-    processes,
-    recorded_ticket_ms,
-    ticket_requests,
-    window_s,
-)
-from scripts.toolkit.load import run_on
-from scripts.toolkit.stack import event_loop, running_lab
-from simulator.loadgen import run_load
-
-TARGETS = {8: 0.97, 32: 0.97, 128: 0.95, 256: 0.95}  # async, one API process: tickets/s ÷ the physical limit
-HEALTH_P99_TARGET_MS, HEALTH_P99_USERS = 50, 256
-WRK_AGREEMENT = {256: 0.05, 512: 0.10}  # users: how far wrk's fraction of the limit may lie from the bench's
-
-
-def profile_shares(path: Path, seconds: float, rate: int, count: int = 8) -> list[str]:
-    """Where the API's threads spent their CPU (py-spy raw profile, --threads): each kind's share of a core,
-    then its busiest packages and functions (the innermost frame of each sample)."""
-    kinds: dict[str, dict] = {}
-    for line in path.read_text().splitlines():
-        stack, _, number = line.rpartition(" ")
-        thread, *frames = stack.split(";")
-        name = thread.partition(": ")[2]
-        kind = (
-            "event-loop thread"
-            if name == "MainThread"
-            else "worker threads"
-            if name.startswith("AnyIO worker")
-            else "other threads"
-        )
-        figures = kinds.setdefault(kind, {"samples": 0, "package": {}, "function": {}})
-        figures["samples"] += int(number)
-        innermost = frames[-1] if frames else "?"
-        # "function (package/module.py:line)"
-        function, _, where = innermost.partition(" (")
-        package = where.split("/")[0].split(":")[0].removesuffix(".py") or "?"
-        module = where.rpartition(":")[0]
-        for table, key in ((figures["package"], package), (figures["function"], f"{function} ({module})")):
-            table[key] = table.get(key, 0) + int(number)
-    lines = []
-    for kind, figures in sorted(kinds.items(), key=lambda item: -item[1]["samples"]):
-        samples = figures["samples"]
-        lines.append(f"{kind}: {samples / (seconds * rate):.0%} of a core")
-        for table in ("package", "function"):
-            ranked = sorted(figures[table].items(), key=lambda item: -item[1])[:count]
-            lines += [f"  {n / samples:6.1%}  {key}" for key, n in ranked]
-    return lines
-
-
-def ticket_alone(api, duration_s: float, loop: str) -> tuple[float, float]:
-    """The mean time of one ticket with 2 users (nothing waits but for the provider), and its standard error (s)."""
-    progress(f"  one ticket alone: 2 users for {duration_s:g} s")
-    load = run_on(loop)(
-        run_load("127.0.0.1", api.port, 2, duration_s, 0, ramp_s=1.0, requests=ticket_requests("127.0.0.1", api.port))
-    )
-    times = [end - start for start, end, status, _ in load["calls"] if status == 201]
-    return statistics.fmean(times), statistics.stdev(times) / len(times) ** 0.5
-
-
-def by_generator(levels: list[Level]) -> tuple[dict[int, Level], list[Level]]:
-    """The bench's own async levels of one API process, by users (what the targets judge), and wrk's."""
-    ours = {lv.users: lv for lv in levels if lv.generator == "bench" and lv.mode == "async" and lv.api_processes == 1}
-    return ours, [lv for lv in levels if lv.generator == "wrk"]
-
-
-def report(levels: list[Level], recorded_ms: dict[str, float], alone: tuple[float, float], loop: str) -> str:
-    """The table, the CPU per ticket, wrk beside the bench, and the targets."""
-    ticket_ms = sum(recorded_ms.values())
-    parts = " + ".join(f"{op} {ms:,.1f}" for op, ms in recorded_ms.items())
-    lines = [
-        f"event loop: {loop}; limit = users ÷ T, T = {ticket_ms:,.1f} ms, the recording's mean AI time per ticket "
-        f"({parts} ms); one ticket alone (2 users): {alone[0] * 1000:,.0f} ± {alone[1] * 1000:.0f} ms",
-        "",
-        format_table(
-            ["mode", "users", "API procs", "tickets", "tickets/s", "limit", "of limit", "±", "p50 ms", "p95 ms"]
-            + ["/health p99 ms", "failed"],
-            [
-                [lv.mode, lv.users, lv.api_processes, lv.tickets, f"{lv.tickets_per_s:.2f}", f"{lv.limit:.2f}"]
-                + [f"{lv.fraction:.1%}", f"{lv.fraction_error:.1%}", f"{lv.p50_ms:,.0f}", f"{lv.p95_ms:,.0f}"]
-                + [f"{lv.health_p99_ms:.1f}", lv.failed]
-                for lv in levels
-                if lv.generator == "bench"
-            ],
-        ),
-        "",
-        "CPU ms per ticket, by process (and the API's by thread), and in all:",
-        "",
-        format_table(
-            ["mode", "users", "API procs", *levels[0].cpu_ms_per_ticket, "all"],
-            [
-                [lv.mode, lv.users, lv.api_processes, *(f"{ms:.2f}" for ms in lv.cpu_ms_per_ticket.values())]
-                + [f"{sum(lv.cpu_ms_per_ticket.values()):.2f}"]
-                for lv in levels
-                if lv.generator == "bench"
-            ],
-        ),
-        "",
-    ]
-    ours, checks = by_generator(levels)
-    if checks:
-        lines += [
-            "wrk beside the bench (async, one API process; wrk: one thread, the same ramp, the same tickets):",
-            "",
-            format_table(
-                ["users", "bench of limit", "wrk of limit", "±", "wrk tickets/s", "wrk p50 ms", "/health p99 ms"]
-                + ["failed"],
-                [
-                    [lv.users, f"{ours[lv.users].fraction:.1%}" if lv.users in ours else "-", f"{lv.fraction:.1%}"]
-                    + [f"{lv.fraction_error:.1%}", f"{lv.tickets_per_s:.2f}", f"{lv.p50_ms:,.0f}"]
-                    + [f"{lv.health_p99_ms:.1f}", lv.failed]
-                    for lv in checks
-                ],
-            ),
-            "",
-        ]
-    elif ours and not wrk.available():
-        lines += ["wrk is not installed (Debian's package wrk): no outside check of the bench's generator", ""]
-    return "\n".join(lines + ["targets:", *verdicts(ours, checks)])
-
-
-def verdicts(ours: dict[int, Level], checks: list[Level]) -> list[str]:
-    """PASS or FAIL for each target, and for wrk's agreement, at the levels that ran."""
-    lines = []
-    for users, share in TARGETS.items():
-        if users in ours:
-            lines.append(
-                _verdict(
-                    f"{users} users >= {share:.0%} of the limit",
-                    ours[users].fraction >= share,
-                    f"{ours[users].fraction:.1%}",
-                )
-            )
-    if HEALTH_P99_USERS in ours:
-        p99 = ours[HEALTH_P99_USERS].health_p99_ms
-        lines.append(
-            _verdict(
-                f"/health p99 at {HEALTH_P99_USERS} users <= {HEALTH_P99_TARGET_MS} ms",
-                p99 <= HEALTH_P99_TARGET_MS,
-                f"{p99:.1f} ms",
-            )
-        )
-    for check in checks:
-        if check.users in ours and check.users in WRK_AGREEMENT:
-            gap = abs(ours[check.users].fraction - check.fraction) / check.fraction
-            lines.append(
-                _verdict(
-                    f"wrk and the bench agree within {WRK_AGREEMENT[check.users]:.0%} at {check.users} users",
-                    gap <= WRK_AGREEMENT[check.users],
-                    f"{gap:.1%} apart",
-                )
-            )
-    return lines
-
-
-def _verdict(what: str, ok: bool, measured: str) -> str:
-    return f"  {'PASS' if ok else 'FAIL'}  {what}: {measured}"
-
-
-def machine() -> str:
-    """One line about this machine."""
-    return (
-        f"{platform.system()} {platform.machine()}, {psutil.cpu_count()} cores, "
-        f"{psutil.virtual_memory().total / 2**30:.0f} GiB, Python {platform.python_version()}"
-    )
+from scripts.toolkit import profile, wrk
+from scripts.toolkit.bench_report import by_generator, machine, report, verdicts
+from scripts.toolkit.cli import Clock, output_folder, parse_levels, progress, run
+from scripts.toolkit.cpu import processes_by_role
+from scripts.toolkit.levels import Level, measure, measure_with_wrk, recorded_ticket_ms, ticket_alone, window_s
+from scripts.toolkit.stack import event_loop, running_stack
 
 
 def main() -> int:
@@ -264,38 +89,28 @@ def main() -> int:
     levels: list[Level] = []
     env = {"PROVIDER_ASYNC_CLIENT": args.async_client}
     progress(f"bench on {machine()}")
-    with running_lab(1.0, folder / "logs", Clock()) as lab:
-        with lab.api("async", env=env, loop=args.loop) as api:
-            groups = processes(api.process.pid, lab.simulator.process.pid)
-            alone = ticket_alone(api, args.alone, args.loop)
+    with running_stack(1.0, folder / "logs", Clock()) as stack:
+        with stack.api("async", env=env, loop=args.loop) as api:
+            roles = processes_by_role(api.pid, stack.simulator.pid)
+            alone = ticket_alone(api.url, args.alone, args.loop)
             for users in args.users:
-                profile_to = folder / "profile.txt" if args.profile and users == args.users[-1] else None
                 seconds = window_s(args.duration, users, ticket_s)
-                levels.append(measure("async", users, seconds, ticket_s, api, groups, args.loop, profile_to))
+                profile_of = (api.pid, folder / "profile.txt") if args.profile and users == args.users[-1] else None
+                levels.append(measure("async", users, seconds, ticket_s, api.url, roles, args.loop, profile_of))
                 if users in args.wrk_users:
-                    levels.append(measure_with_wrk(users, seconds, ticket_s, api, args.loop))
+                    levels.append(measure_with_wrk(users, seconds, ticket_s, api.url, args.loop))
         if args.two_process_users:
-            with lab.api("async", workers=2, env=env, loop=args.loop) as api:
-                groups = processes(api.process.pid, lab.simulator.process.pid)
+            with stack.api("async", workers=2, env=env, loop=args.loop) as api:
+                roles = processes_by_role(api.pid, stack.simulator.pid)
                 for users in args.two_process_users:
-                    levels.append(
-                        measure(
-                            "async",
-                            users,
-                            window_s(args.duration, users, ticket_s),
-                            ticket_s,
-                            api,
-                            groups,
-                            args.loop,
-                            api_processes=2,
-                        )
-                    )
+                    seconds = window_s(args.duration, users, ticket_s)
+                    levels.append(measure("async", users, seconds, ticket_s, api.url, roles, args.loop, None, 2))
         if args.thread_users:
             # 40 connections, so that the thread limiter (THREAD_LIMIT=40), not the pool, is the ceiling.
-            with lab.api("thread", env={"DB_POOL_MAX_SIZE": "40", "DB_POOL_TIMEOUT_S": "60"}, loop=args.loop) as api:
-                groups = processes(api.process.pid, lab.simulator.process.pid)
+            with stack.api("thread", env={"DB_POOL_MAX_SIZE": "40", "DB_POOL_TIMEOUT_S": "60"}, loop=args.loop) as api:
+                roles = processes_by_role(api.pid, stack.simulator.pid)
                 seconds = window_s(args.duration, args.thread_users, ticket_s)
-                levels.append(measure("thread", args.thread_users, seconds, ticket_s, api, groups, args.loop))
+                levels.append(measure("thread", args.thread_users, seconds, ticket_s, api.url, roles, args.loop))
     table = report(levels, recorded_ms, alone, args.loop)
     result = {
         "machine": machine(),
@@ -314,7 +129,7 @@ def main() -> int:
             f"\nthe API's CPU at {args.users[-1]} users, share of samples by the package and the function running "
             f"(py-spy, {folder / 'profile.txt'}):"
         )
-        print("\n".join(profile_shares(folder / "profile.txt", args.duration, PROFILE_RATE)))
+        print("\n".join(profile.shares(folder / "profile.txt", window_s(args.duration, args.users[-1], ticket_s))))
     return 1 if any(verdict.startswith("FAIL") for verdict in result["verdicts"]) else 0
 
 

@@ -74,7 +74,9 @@ async def burst(url: str, tickets: int, interval: float, seed: int) -> dict:
     return summarize(results, samples, before, after, total_s)
 
 
-def summarize(results: list[tuple[int, float]], samples: list[dict], before: dict, after: dict, total_s: float) -> dict:
+def summarize(
+    results: list[tuple[int | None, float]], samples: list[dict], before: dict, after: dict, total_s: float
+) -> dict:
     """Every figure of the run, for the printout and for --json."""
     statuses = [status for status, _ in results if status is not None]
     times = sorted(ms for _, ms in results)

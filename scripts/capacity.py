@@ -10,38 +10,23 @@ lag), drawn per mode and users.
 
 import argparse
 import contextlib
-import csv
 import json
-import statistics
 import time
+from contextlib import AbstractContextManager
+from pathlib import Path
 
-import psutil
-
-from scripts.toolkit import charts, course
-from scripts.toolkit.cli import (
-    Clock,
-    format_table,
-    output_folder,
-    parse_levels,
-    positive_float,
-    positive_int,
-    progress,
-    run,
-)
-from scripts.toolkit.held import describe_peaks, draw_held
+from scripts.toolkit import charts
+from scripts.toolkit.capacity_table import render, summarize, write_files
+from scripts.toolkit.cli import Clock, output_folder, parse_levels, positive_float, positive_int, progress, run
+from scripts.toolkit.cpu import cpu_seconds
+from scripts.toolkit.held import describe_peaks
 from scripts.toolkit.load import SATURATED_CPU_SHARE
 from scripts.toolkit.locust import run_locust
-from scripts.toolkit.stack import EXIT_CODES, add_modes_argument, event_loop, running_lab
+from scripts.toolkit.stack import EXIT_CODES, Stack, add_modes_argument, event_loop, running_stack
 from scripts.toolkit.watcher import record_tick_s, recorded_in_thread
 
 
-def cpu_seconds(pid: int) -> float:
-    """CPU seconds used so far by a process and its children (the API's worker processes)."""
-    process = psutil.Process(pid)
-    return sum(sum(p.cpu_times()[:2]) for p in [process, *process.children(recursive=True)])
-
-
-def measure_modes(lab, args: argparse.Namespace, folder, clock: Clock) -> list[dict]:
+def measure_modes(stack: Stack, args: argparse.Namespace, folder: Path, clock: Clock) -> list[dict]:
     """One Locust run per mode, users level and pass; each with the limit measured in the same run.
 
     With args.held, each run also records what the server held meanwhile (its "held").
@@ -53,18 +38,19 @@ def measure_modes(lab, args: argparse.Namespace, folder, clock: Clock) -> list[d
         progress("note: no held charts with --api-workers above 1: each API process has its own /metrics")
     for mode in args.modes:
         progress(f"[{clock}] {mode}: starting the simulator and the API ({args.api_workers} process(es))")
-        with lab.api(mode, workers=args.api_workers, loop=args.loop) as api:
+        with stack.api(mode, workers=args.api_workers, loop=args.loop) as api:
             for users in args.users:
                 for number in range(1, args.passes + 1):
                     label = f"{mode}, {users} users, pass {number}/{args.passes}"
                     progress(f"[{clock}] {label}: {args.duration} s of Locust ...")
-                    before_id, api_cpu_before = lab.last_ticket_id(), cpu_seconds(api.process.pid)
+                    before_id, api_cpu_before = stack.last_ticket_id(), cpu_seconds(api.pid)
                     started = time.monotonic()
-                    with (
-                        recorded_in_thread(api.url, lab.simulator.url, record_tick_s(args.speed))
+                    recorder: AbstractContextManager[dict] = (
+                        recorded_in_thread(api.url, stack.simulator.url, record_tick_s(args.speed))
                         if held
                         else contextlib.nullcontext({})
-                    ) as recording:
+                    )
+                    with recorder as recording:
                         figures = run_locust(
                             api.url,
                             users,
@@ -73,9 +59,9 @@ def measure_modes(lab, args: argparse.Namespace, folder, clock: Clock) -> list[d
                             str(folder / "locust" / f"{mode}-{users}u-{number}"),
                         )
                         # before the recording's last ticks: the run's CPU and time are Locust's alone
-                        api_cpu_s = cpu_seconds(api.process.pid) - api_cpu_before
+                        api_cpu_s = cpu_seconds(api.pid) - api_cpu_before
                         elapsed_s = time.monotonic() - started
-                    saved, provider_s = lab.provider_time(before_id)
+                    saved, provider_s = stack.provider_time(before_id)
                     limit = users / provider_s if provider_s else None
                     runs.append(
                         {
@@ -85,7 +71,7 @@ def measure_modes(lab, args: argparse.Namespace, folder, clock: Clock) -> list[d
                             "pass": number,
                             "duration_s": args.duration,
                             "api_url": api.url,
-                            "simulator_url": lab.simulator.url,
+                            "simulator_url": stack.simulator.url,
                             **figures,
                             "tickets_saved": saved,
                             "provider_s_per_ticket": provider_s,
@@ -108,133 +94,6 @@ def measure_modes(lab, args: argparse.Namespace, folder, clock: Clock) -> list[d
                             "it may be the limit; add --workers N"
                         )
     return runs
-
-
-def summarize(runs: list[dict]) -> list[dict]:
-    """One row per mode and users level: medians over the passes, failures summed."""
-    rows = []
-    for key in dict.fromkeys((each["mode"], each["users"]) for each in runs):
-        passes = [each for each in runs if (each["mode"], each["users"]) == key]
-        row = {
-            "mode": key[0],
-            "users": key[1],
-            "passes": len(passes),
-            "failures": sum(run["failures"] for run in passes),
-        }
-        for figure in (
-            "tickets_per_s",
-            "p50_ms",
-            "p95_ms",
-            "provider_s_per_ticket",
-            "limit_per_s",
-            "of_limit",
-            "api_cpu_ms_per_ticket",
-            "api_cpu_share",
-            "locust_cpu_share",
-        ):
-            values = [run[figure] for run in passes if run[figure] is not None]
-            row[figure] = statistics.median(values) if values else None
-        row["course"] = course.locust(row["mode"], row["users"])
-        rows.append(row)
-    return rows
-
-
-def render(rows: list[dict], duration_s: int, passes: int) -> str:
-    """The course's table, with the Little's-law limit and the course's figures (8 users) on the right."""
-
-    def ms(value: float | None) -> str:
-        return "-" if value is None else f"{value:,.1f} ms"
-
-    def number(value: float | None, form: str) -> str:
-        return "-" if value is None else format(value, form)
-
-    headers = [
-        "INTAKE_MODE",
-        "users",
-        "tickets/s",
-        "p50",
-        "p95",
-        "failed",
-        "provider/ticket",
-        "limit",
-        "of limit",
-        "API CPU",
-        "|",
-        "course: tickets/s",
-        "p50",
-        "p95",
-    ]
-    lines = []
-    for row in rows:
-        theirs = row["course"] or {}
-        lines.append(
-            [
-                row["mode"],
-                str(row["users"]),
-                f"{row['tickets_per_s']:.2f}",
-                ms(row["p50_ms"]),
-                ms(row["p95_ms"]),
-                str(row["failures"]),
-                number(row["provider_s_per_ticket"], ".2f") + " s",
-                number(row["limit_per_s"], ".2f"),
-                number(row["of_limit"], ".1%"),
-                number(row["api_cpu_share"], ".0%"),
-                "|",
-                number(theirs.get("tickets_per_s"), ".2f"),
-                ms(theirs.get("p50_ms")),
-                ms(theirs.get("p95_ms")),
-            ]
-        )
-    title = (
-        f"Locust, {duration_s} s per run, median of {passes} pass{'es' if passes > 1 else ''}; "
-        "p50, p95 of every ticket's time, failed ones included; "
-        "limit = users ÷ provider time per ticket, measured in the same run; API CPU in cores (100% = one)"
-    )
-    return title + "\n" + format_table(headers, lines)
-
-
-def write_files(folder, rows: list[dict], runs: list[dict], speed: float, draw: bool) -> list[str]:
-    """capacity.json (every run), capacity.csv (the table), capacity.svg (the chart) and what each mode held.
-
-    One held chart per mode and users level: of its median pass by tickets per second.
-    """
-    paths = [folder / "capacity.json", folder / "capacity.csv"]
-    paths[0].write_text(json.dumps({"speed": speed, "rows": rows, "runs": runs}, indent=2))
-    columns = [
-        "mode",
-        "users",
-        "passes",
-        "tickets_per_s",
-        "p50_ms",
-        "p95_ms",
-        "failures",
-        "provider_s_per_ticket",
-        "limit_per_s",
-        "of_limit",
-        "api_cpu_ms_per_ticket",
-        "api_cpu_share",
-        "locust_cpu_share",
-    ]
-    with open(paths[1], "w", newline="") as file:
-        writer = csv.writer(file)
-        writer.writerow(columns)
-        writer.writerows([row[column] for column in columns] for row in rows)
-    if draw:
-        paths.append(folder / "capacity.svg")
-        note = "" if speed == 1 else f" (speed {speed:g})"
-        charts.draw_capacity(rows, str(paths[-1]), note)
-        for row in rows:
-            passes = [each for each in runs if (each["mode"], each["users"]) == (row["mode"], row["users"])]
-            typical = sorted(passes, key=lambda each: each["tickets_per_s"])[len(passes) // 2]
-            if "held" in typical:
-                paths.append(folder / f"held-{row['mode']}-{row['users']}u.svg")
-                draw_held(
-                    typical["held"],
-                    str(paths[-1]),
-                    f"INTAKE_MODE={row['mode']}, {row['users']} Locust users for {typical['duration_s']} s, "
-                    f"pass {typical['pass']} of {len(passes)}{note}",
-                )
-    return [str(path) for path in paths]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -281,8 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     draw = charts.can_draw("chart")
     folder = output_folder(args.out, "capacity")
     clock = Clock()
-    with running_lab(args.speed, folder / "logs", clock) as lab:
-        runs = measure_modes(lab, args, folder, clock)
+    with running_stack(args.speed, folder / "logs", clock) as stack:
+        runs = measure_modes(stack, args, folder, clock)
     rows = summarize(runs)
     written = write_files(folder, rows, runs, args.speed, draw)
     if args.json:

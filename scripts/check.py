@@ -22,7 +22,7 @@ import argparse  # noqa: E402
 import time  # noqa: E402
 
 from scripts.toolkit.check_context import Context  # noqa: E402
-from scripts.toolkit.check_report import as_json, as_text, exit_code  # noqa: E402
+from scripts.toolkit.check_report import CHECK_EXIT_CODES, as_json, as_text, exit_code  # noqa: E402
 from scripts.toolkit.checks import run_checks, with_dependencies  # noqa: E402
 from scripts.toolkit.cli import PROJECT_ROOT, Clock, CommandError, progress, run  # noqa: E402
 from scripts.toolkit.lesson_checks import lesson_checks  # noqa: E402
@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
         prog=_program(),
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="Exit codes: 0 every check passed, 1 a check failed, 2 the checker could not run (or bad arguments).",
+        epilog=CHECK_EXIT_CODES,
     )
     parser.add_argument("project", nargs="?", default=".", help="your project's folder (default: this folder)")
     parser.add_argument(

@@ -14,10 +14,8 @@ API's own /metrics) and what the watchdog logged.
 
 import argparse
 import json
-import re
 import threading
 import time
-from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
 
@@ -25,63 +23,34 @@ import httpx
 
 from scripts.toolkit import charts
 from scripts.toolkit.cli import Clock, CommandError, format_table, output_folder, parse_levels, progress, run
-from scripts.toolkit.levels import measure, processes, recorded_ticket_ms
-from scripts.toolkit.metrics import read_metrics
-from scripts.toolkit.stack import running_lab
+from scripts.toolkit.cpu import processes_by_role
+from scripts.toolkit.levels import measure, recorded_ticket_ms
+from scripts.toolkit.metrics import Metrics, read_metrics
+from scripts.toolkit.readings import lag_between, watchdog_lines
+from scripts.toolkit.stack import Stack, running_stack
 
 CLIENTS = ("httpx", "aiohttp")
-LAG = "ticket_api_event_loop_lag_seconds"
-BLOCKED = re.compile(r"event loop blocked for (\d+) ms so far, at (.*)$")
 GIVE_UP_S = 15  # tickets still unanswered this long after a level's end are given up
 
 
-def lag_between(before: str, after: str) -> dict:
-    """The loop's lag over a window, from two readings of /metrics: its mean and the bucket that holds its p99 (s)."""
-    first, last = read_metrics(before), read_metrics(after)
-    count = (last.get(f"{LAG}_count") or 0) - (first.get(f"{LAG}_count") or 0)
-    total = (last.get(f"{LAG}_sum") or 0) - (first.get(f"{LAG}_sum") or 0)
-    buckets = sorted(
-        (float(bound), value - (first.get(f"{LAG}_bucket", le=bound) or 0))
-        for bound, value in last.by_label(f"{LAG}_bucket", "le").items()
-    )
-    p99 = next((bound for bound, below in buckets if count and below >= 0.99 * count), float("inf"))
-    return {"heartbeats": int(count), "mean_s": total / count if count else None, "p99_at_most_s": p99}
-
-
-def watchdog_lines(log: Path, start: int, end: int) -> dict:
-    """What the watchdog logged between two sizes of its log: blocked-loop lines, the longest, the line named most."""
-    with open(log, "rb") as file:
-        file.seek(start)
-        text = file.read(end - start).decode(errors="replace")
-    found = [BLOCKED.search(line) for line in text.splitlines()]
-    blocks = [match for match in found if match]
-    places = Counter(match[2] for match in blocks)
-    return {
-        "lines": len(blocks),
-        "longest_ms": max((int(match[1]) for match in blocks), default=0),
-        "most_named": places.most_common(1)[0][0] if places else None,
-    }
-
-
-def measure_level(lab, client: str, users: int, duration_s: float, ticket_s: float, clock: Clock) -> dict:
+def measure_level(stack: Stack, client: str, users: int, duration_s: float, ticket_s: float, clock: Clock) -> dict:
     """One level against a fresh API with this client: the bench's figures, the lag and the watchdog's lines."""
-    with lab.api("async", env={"PROVIDER_ASYNC_CLIENT": client}) as api:
-        groups = processes(api.process.pid, lab.simulator.process.pid)
-        start = time.monotonic() + ticket_s  # the window starts after the ramp, as measure()'s does
-        readings: list[tuple[str, int]] = []  # /metrics and the size of the API's log, at the window's start and end
+    with stack.api("async", env={"PROVIDER_ASYNC_CLIENT": client}) as api:
+        roles = processes_by_role(api.pid, stack.simulator.pid)
+        start = time.perf_counter() + ticket_s  # the window starts after the ramp, as measure()'s does
+        readings: list[tuple[Metrics, int]] = []  # /metrics and the size of the API's log, at the window's ends
 
         def read_metrics_at(moments: list[float]) -> None:
             for moment in moments:
-                time.sleep(max(0.0, moment - time.monotonic()))
+                time.sleep(max(0.0, moment - time.perf_counter()))
                 log_size = api.log_path.stat().st_size
-                readings.append(
-                    (httpx.get(f"{api.url}/metrics", timeout=120).text, log_size)
-                )  # late if the loop is stuck
+                text = httpx.get(f"{api.url}/metrics", timeout=120).text  # late if the loop is stuck
+                readings.append((read_metrics(text), log_size))
 
         # In a thread: the load's event loop runs in this one, from the ramp to the end.
         reader = threading.Thread(target=read_metrics_at, args=([start, start + duration_s],), daemon=True)
         reader.start()
-        level = measure("async", users, duration_s, ticket_s, api, groups, "asyncio", give_up_s=GIVE_UP_S)
+        level = measure("async", users, duration_s, ticket_s, api.url, roles, give_up_s=GIVE_UP_S)
         reader.join(timeout=130)
     progress(f"[{clock}] {client}, {users} users: {level.counted_per_s:.1f} tickets/s of {level.limit:.1f}")
     if len(readings) < 2:
@@ -90,7 +59,7 @@ def measure_level(lab, client: str, users: int, duration_s: float, ticket_s: flo
     return {
         "client": client,
         "api_url": api.url,
-        "simulator_url": lab.simulator.url,
+        "simulator_url": stack.simulator.url,
         "level": level,
         "lag": lag_between(before, after),
         "watchdog": watchdog_lines(api.log_path, start_size, end_size),
@@ -161,9 +130,9 @@ def main() -> int:
     folder, clock = output_folder(args.out, "client-cpu"), Clock()
     ticket_s = sum(recorded_ticket_ms().values()) / 1000
     charts.load_pyplot()  # before the run, not after minutes of it
-    with running_lab(1.0, folder / "logs", clock) as lab:
+    with running_stack(1.0, folder / "logs", clock) as stack:
         rows = [
-            measure_level(lab, client, users, args.duration, ticket_s, clock)
+            measure_level(stack, client, users, args.duration, ticket_s, clock)
             for client in clients
             for users in args.users
         ]

@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import csv
 import json
+from pathlib import Path
 
 from scripts.stall import FIGURES, measure_stall, median_pass
 from scripts.toolkit import charts, course
@@ -25,12 +26,12 @@ from scripts.toolkit.cli import (
     run,
 )
 from scripts.toolkit.held import describe_peaks, draw_held
-from scripts.toolkit.stack import EXIT_CODES, add_modes_argument, parse_loops, run_name, running_lab
+from scripts.toolkit.stack import EXIT_CODES, Stack, add_modes_argument, parse_loops, run_name, running_stack
 from scripts.toolkit.watcher import record_tick_s, watched
 
 
 def measure_modes(
-    lab,
+    stack: Stack,
     modes: list[str],
     loops: list[str],
     passes: int,
@@ -43,18 +44,18 @@ def measure_modes(
 
     With `held`, each pass also records what the server held meanwhile (its result's "held").
     """
-    runs = {}
+    runs: dict[str, list[dict]] = {}
     for mode in modes:
         for loop in loops:
             name = run_name(mode, loop)
-            with lab.api(mode, loop=loop) as api:
+            with stack.api(mode, loop=loop) as api:
                 runs[name] = []
                 for number in range(1, passes + 1):
                     progress(f"[{clock}] {name}, pass {number}/{passes}: 8 tickets, 4 at a time ...")
                     pass_seed = None if seed is None else seed + number
-                    result = asyncio.run(stall(api.url, lab.simulator.url, interval_s, pass_seed, held, lab.speed))
+                    result = asyncio.run(stall(api.url, stack.simulator.url, interval_s, pass_seed, held, stack.speed))
                     runs[name].append(
-                        {"mode": mode, "loop": loop, "pass": number, "simulator_url": lab.simulator.url, **result}
+                        {"mode": mode, "loop": loop, "pass": number, "simulator_url": stack.simulator.url, **result}
                     )
                     progress(
                         f"[{clock}] {name}, pass {number}/{passes}: {result['total_s']:.1f} s, "
@@ -146,7 +147,7 @@ def render(rows: list[dict], passes: int, speed: float) -> str:
     return title + "\n" + format_table(headers, lines)
 
 
-def write_files(folder, rows: list[dict], runs: dict, speed: float, draw: bool) -> list[str]:
+def write_files(folder: Path, rows: list[dict], runs: dict, speed: float, draw: bool) -> list[str]:
     """compare.json (everything), compare.csv (the table), the chart, one timeline per mode and what it held.
 
     The timeline and the held chart draw the same pass: the median one by the tickets' total time.
@@ -230,9 +231,9 @@ def main(argv: list[str] | None = None) -> int:
     draw = charts.can_draw("charts")
     folder = output_folder(args.out, "compare")
     clock = Clock()
-    with running_lab(args.speed, folder / "logs", clock) as lab:
+    with running_stack(args.speed, folder / "logs", clock) as stack:
         runs = measure_modes(
-            lab, args.modes, args.loop, args.passes, args.interval or 0.1 * args.speed, args.seed, clock, args.held
+            stack, args.modes, args.loop, args.passes, args.interval or 0.1 * args.speed, args.seed, clock, args.held
         )
     rows = summarize(runs)
     written = write_files(folder, rows, runs, args.speed, draw)

@@ -11,26 +11,24 @@ import asyncio
 import json
 from collections import Counter
 
-from scripts.experiments.runner import add_app_arguments, app_to_measure, check_app_arguments
+import httpx
+
+from scripts.experiments.runner import MEASURE_EXIT_CODES, add_app_arguments, app_to_measure, check_app_arguments
 from scripts.toolkit.cli import fmt_ms, positive_float, positive_int, progress, route_path, run
 from scripts.toolkit.health import check_api, probe_health, times_ms
-from scripts.toolkit.load import closed_loop, getter, open_client, open_clients, warm_up
+from scripts.toolkit.load import closed_loop, getter, session, warm_up
 from scripts.toolkit.quantiles import summarize
-
-EXIT_CODES = (
-    "Exit codes: 0 every request answered 2xx, 1 some failed, 2 the app cannot start or be reached, or bad arguments."
-)
 
 
 async def measure(url: str, path: str, concurrency: int, requests: int, interval_s: float) -> dict:
     """Warm the route up, then load it and probe /health at the same time; returns the figures."""
-    async with open_client(url) as probe_client, open_clients(url, concurrency) as load_clients:
+    async with httpx.AsyncClient(base_url=url, timeout=120) as probe_client, session(url, concurrency) as opened:
         await check_api(probe_client)
-        await warm_up(load_clients, path)
+        await warm_up(opened, path)
         stop = asyncio.Event()
         prober = asyncio.create_task(probe_health(probe_client, interval_s, stop))
         try:
-            load = await closed_loop([getter(client, path) for client in load_clients], requests=requests)
+            load = await closed_loop([getter(opened, path)] * concurrency, requests=requests)
         finally:
             stop.set()
             health_ms = times_ms(await prober)
@@ -77,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m scripts.probe",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=EXIT_CODES,
+        epilog=MEASURE_EXIT_CODES,
     )
     parser.add_argument("path", type=route_path, help="the route to load, e.g. /sleep/async-blocking")
     parser.add_argument("--concurrency", type=positive_int, default=10, help="requests in flight at once (default 10)")

@@ -17,67 +17,18 @@ import tempfile
 from pathlib import Path
 
 from scripts.toolkit import lab
-from scripts.toolkit.cli import CommandError, progress, run
+from scripts.toolkit.cli import PROJECT_ROOT, CommandError, progress, run
 from scripts.toolkit.databases import init
-from scripts.toolkit.imports import is_command, reachable
-from scripts.toolkit.lessons import command_speed, load_lessons, render_readme, run_command, shape_problems
+from scripts.toolkit.lessons import command_speed, load_lessons, run_command, shape_problems
+from scripts.toolkit.project import OWN_README, all_files, student_files, unused_files
 from scripts.toolkit.settings_table import load_settings_class, with_settings_table
+from scripts.toolkit.snapshots_readme import render_readme
 from scripts.toolkit.suites import run_suite
 from ticket_api.config import load_settings
 from ticket_api.database import resolve_dsn
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = PROJECT_ROOT
 SNAPSHOTS = ROOT / "snapshots"
-# A student's project: these folders whole, the suite's files in tests/ (not tests/lab/), these files, and of
-# scripts/ the scripts the lessons run and what they import. Everything else is the lab's own.
-WHOLE_FOLDERS = ("ticket_api", "simulator", "locustfiles")
-FILES = ("pyproject.toml", ".env.example", ".gitignore")
-LESSON_SCRIPTS = ("scripts/db.py", "scripts/stall.py", "scripts/burst.py")
-LAB_DOCS = {"ticket_api/README.md"}
-NOT_THE_PROJECT = {
-    "__pycache__",
-    ".mypy_cache",
-    ".ruff_cache",
-    ".pytest_cache",
-    ".lab",
-    ".venv",
-    ".env",
-}  # the lab's own notes on the API: measurements, reliability
-OWN_README = "README.md"  # each snapshot has its own, written for the student's project at that point
-
-
-def entry_points(tree: Path) -> set[Path]:
-    """What a student's project runs: the app, the simulator's commands, the suite, Locust's file, lesson scripts."""
-    entries = {tree / "ticket_api" / "main.py", tree / "tests" / "conftest.py", *map(tree.joinpath, LESSON_SCRIPTS)}
-    entries |= {file for file in (tree / "simulator").rglob("*.py") if is_command(file)}
-    entries |= set((tree / "tests").glob("test_*.py")) | set((tree / "locustfiles").glob("*.py"))
-    return {entry for entry in entries if entry.is_file()}
-
-
-def all_files(tree: Path) -> set[str]:
-    """Every file under `tree` (relative, '/'-separated), but the tools' caches and a local database or venv."""
-    return {
-        file.relative_to(tree).as_posix()
-        for file in tree.rglob("*")
-        if file.is_file() and not NOT_THE_PROJECT & set(file.relative_to(tree).parts) and file.suffix != ".pyc"
-    }
-
-
-def student_files(tree: Path) -> set[str]:
-    """Paths (relative, '/'-separated) of a project's student files: see WHOLE_FOLDERS, FILES and LESSON_SCRIPTS."""
-    found = {name for name in (*FILES, OWN_README) if (tree / name).is_file()}
-    for folder in WHOLE_FOLDERS:
-        found |= {f"{folder}/{name}" for name in all_files(tree / folder)} - LAB_DOCS
-    found |= {file.relative_to(tree).as_posix() for file in (tree / "tests").glob("*.py")}
-    imported = reachable(tree, entry_points(tree))
-    found |= {file.relative_to(tree).as_posix() for file in imported if file.is_relative_to(tree / "scripts")}
-    return found
-
-
-def unused_files(tree: Path) -> list[str]:
-    """The student's Python files that nothing imports and nothing runs."""
-    used = {file.relative_to(tree).as_posix() for file in reachable(tree, entry_points(tree))}
-    return sorted(name for name in student_files(tree) if name.endswith(".py") and name not in used)
 
 
 def sync() -> list[str]:

@@ -7,18 +7,17 @@ then make the API stall (`python -m scripts.stall`, Locust, `python -m scripts.b
 """
 
 import argparse
-import asyncio
-import socket
+import threading
 from pathlib import Path
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import Route
 
-from scripts.toolkit.cli import CommandError, run
-from scripts.toolkit.watcher import Watcher, watching
+from scripts.toolkit.cli import run
+from scripts.toolkit.processes import serve_in_thread
+from scripts.toolkit.watcher import Watcher, watching_in_thread
 
 PAGE = Path(__file__).resolve().parent / "toolkit" / "watch_page.html"
 DEFAULT_API = "http://127.0.0.1:8000"
@@ -49,26 +48,6 @@ def page_app(watcher: Watcher) -> Starlette:
     return Starlette(routes=[Route("/", page), Route("/series", series)])
 
 
-def listen(port: int) -> socket.socket:
-    """A socket bound to 127.0.0.1:port (0: a free port), or CommandError."""
-    sock = socket.socket()
-    try:
-        sock.bind(("127.0.0.1", port))
-    except OSError as exc:
-        sock.close()
-        raise CommandError(f"cannot listen on 127.0.0.1:{port} ({exc.strerror}): choose another --port") from None
-    return sock
-
-
-async def serve(api_url: str, simulator_url: str, sock: socket.socket) -> None:
-    """Probe the lab and serve the page until interrupted."""
-    async with watching(api_url, simulator_url) as watcher:
-        config = uvicorn.Config(
-            page_app(watcher), loop="asyncio", log_level="warning", access_log=False, lifespan="off"
-        )
-        await uvicorn.Server(config).serve(sockets=[sock])
-
-
 def main(argv: list[str] | None = None) -> int:
     """Serve the page; print its address."""
     parser = argparse.ArgumentParser(
@@ -85,9 +64,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not 0 <= args.port <= 65535:
         parser.error(f"--port {args.port}: give a number from 0 to 65535")
-    sock = listen(args.port)
-    print(f"watching {args.api} and {args.simulator}: open http://127.0.0.1:{sock.getsockname()[1]}/", flush=True)
-    asyncio.run(serve(args.api, args.simulator, sock))
+    with (
+        watching_in_thread(args.api, args.simulator) as watcher,
+        serve_in_thread(page_app(watcher), args.port, lifespan="off") as url,
+    ):
+        print(f"watching {args.api} and {args.simulator}: open {url}/", flush=True)
+        threading.Event().wait()  # until Ctrl+C or SIGTERM
     return 0
 
 

@@ -4,6 +4,7 @@
 - cpu: the CPU work, imported by name in the process pool's workers
 - rows, tools, settings: the serialized rows, the clients and process pool, PROVIDER_URL and THREAD_LIMIT
 - runner: the app as a Service on a free port, and what probe, sweep and thread_cliff start (`served`)
+- knee, cliff: what scripts.sweep and scripts.thread_cliff measure, find and print (their tests import these)
 - __main__: `python -m scripts.experiments`, the app in the foreground
 
 This file imports nothing: every worker of the process pool imports the package on its way to `cpu`.

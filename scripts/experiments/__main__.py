@@ -9,12 +9,11 @@ start one of their own; this one is for measuring it by hand (curl, ab, Locust, 
 import argparse
 import os
 
-import uvicorn
-
 from scripts.experiments.runner import APP
 from scripts.experiments.settings import DEFAULT_PROVIDER_URL, DEFAULT_THREAD_LIMIT, ExperimentSettings
-from scripts.toolkit.cli import positive_int, progress, run
-from scripts.toolkit.processes import check_port_free
+from scripts.toolkit.cli import CommandError, positive_int, progress, run
+from scripts.toolkit.lab import uvicorn_command
+from scripts.toolkit.processes import check_port_free, running
 
 DEFAULT_PORT = 8200
 
@@ -44,23 +43,18 @@ def main(argv: list[str] | None = None) -> int:
 
     check_port_free(args.port)
     # The app reads its settings from the environment when it starts, in each worker process.
-    os.environ.update(ExperimentSettings(args.provider_url, args.thread_limit).environment())
+    settings = ExperimentSettings(args.provider_url, args.thread_limit).environment()
     progress(
         f"experiment app at http://127.0.0.1:{args.port} (THREAD_LIMIT={args.thread_limit}, workers {args.workers},"
         f" provider {args.provider_url}); Ctrl+C stops it"
     )
+    # uvicorn's output goes to this terminal; no access log: a log line per request costs time you would measure.
+    argv = [*uvicorn_command(APP, args.port, args.workers), "--log-level", "warning"]
     try:
-        uvicorn.run(
-            APP,
-            host="127.0.0.1",
-            port=args.port,
-            workers=args.workers,
-            loop="asyncio",
-            access_log=False,  # a log line per request costs time you would measure
-            log_level="warning",
-            timeout_graceful_shutdown=30,
-        )
-    except KeyboardInterrupt:  # uvicorn has stopped gracefully, then raises the Ctrl+C (or SIGTERM) again
+        with running(argv, env={**os.environ, **settings}, stdout=None, stderr=None) as server:
+            if server.wait() != 0:
+                raise CommandError(f"the experiment app stopped by itself, exit code {server.returncode}")
+    except KeyboardInterrupt:  # Ctrl+C or SIGTERM: `running` has stopped the app gracefully
         pass
     progress("stopped")
     return 0

@@ -10,7 +10,7 @@ answer in a second trip to the thread pool, and that trip also needs a free thre
 
 import asyncio
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Annotated
 
@@ -191,7 +191,7 @@ def create_app(settings: ExperimentSettings | None = None) -> FastAPI:
     """The experiment app; without `settings` (tests pass theirs), it reads them from the environment at start-up."""
 
     @asynccontextmanager
-    async def lifespan(app: FastAPI):
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.settings = settings or ExperimentSettings.from_environment()
         configure_logging(app.state.settings.log_level)
         to_thread.current_default_thread_limiter().total_tokens = app.state.settings.thread_limit

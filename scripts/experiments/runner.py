@@ -1,18 +1,21 @@
 """The experiment app under uvicorn as a Service, and what probe, sweep and thread_cliff start before measuring."""
 
 import argparse
-import sys
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from scripts.experiments.settings import DEFAULT_PROVIDER_URL, DEFAULT_THREAD_LIMIT, ExperimentSettings
 from scripts.toolkit.cli import PROJECT_ROOT, positive_int, progress
-from scripts.toolkit.lab import simulator, started
+from scripts.toolkit.lab import simulator, started, uvicorn_command
 from scripts.toolkit.processes import Service, free_port
 
 APP = "scripts.experiments.app:app"
 UPSTREAM_PREFIX = "/upstream/"  # the routes that call the provider
+# The exit codes of the commands that measure a route (probe, sweep).
+MEASURE_EXIT_CODES = (
+    "Exit codes: 0 every request answered 2xx, 1 some failed, 2 the app cannot start or be reached, or bad arguments."
+)
 
 
 def experiment_app(
@@ -24,9 +27,7 @@ def experiment_app(
 ) -> Service:
     """The experiment app under uvicorn on a free port of 127.0.0.1, on asyncio's own loop, without access log."""
     port = port or free_port()
-    argv = [sys.executable, "-m", "uvicorn", APP, "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)]
-    # asyncio's own loop, named: uvicorn's "auto" would take uvloop whenever it is installed.
-    argv += ["--loop", "asyncio", "--timeout-graceful-shutdown", "30", "--no-access-log"]
+    argv = uvicorn_command(APP, port, workers)
     return Service("experiments", argv, port, env=settings.environment(), log_dir=log_dir, cwd=cwd)
 
 

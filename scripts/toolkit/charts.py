@@ -1,5 +1,7 @@
 """All the tools' drawing: the timeline of one stall run, compare's /health medians, capacity's tickets per second."""
 
+from typing import Any
+
 from scripts.toolkit.cli import CommandError, progress, readable_ms
 
 
@@ -74,7 +76,7 @@ def draw_timeline(result: dict, path: str, title: str | None = None) -> None:
     plt.close(figure)
 
 
-def draw_ticket(axes, row: int, ticket: dict) -> None:
+def draw_ticket(axes: Any, row: int, ticket: dict) -> None:
     """One ticket: hatched from sent to answered, its provider calls solid on top, its outcome after it."""
     number, calls = ticket["ticket"], ticket["provider_calls"]
     whole = {"left": ticket["start_s"], "height": 0.6, "gid": f"ticket-{number}"}
@@ -105,10 +107,11 @@ def draw_ticket(axes, row: int, ticket: dict) -> None:
 
 def legend_handles(without_calls: bool) -> list:
     """The timeline's legend: the three provider calls, the wait for the server, /health (and bars without calls)."""
+    from matplotlib.artist import Artist
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    handles = [Patch(color=color, label=f"provider: {name}") for name, color in CALLS]
+    handles: list[Artist] = [Patch(color=color, label=f"provider: {name}") for name, color in CALLS]
     handles.append(Patch(facecolor="white", edgecolor=WAITING_COLOR, hatch="///", label="waiting for the server"))
     handles.append(
         Line2D([], [], color=HEALTH_COLOR, lw=6, marker="|", markersize=16, markeredgewidth=2, label="GET /health")
@@ -172,7 +175,7 @@ def draw_capacity(rows: list[dict], path: str, note: str = "") -> None:
     modes = list(dict.fromkeys(row["mode"] for row in rows))
     width = 0.8 / len(modes)
     figure, axes = plt.subplots(figsize=(max(6, 2.2 * len(levels) + 2), 4.2))
-    limit_label = "Little's-law limit: users ÷ provider time per ticket"
+    limit_label: str | None = "Little's-law limit: users ÷ provider time per ticket"
     for group, users in enumerate(levels):
         for index, mode in enumerate(modes):
             row = next((r for r in rows if r["users"] == users and r["mode"] == mode), None)

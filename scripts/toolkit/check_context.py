@@ -1,7 +1,7 @@
 """What the checks of one run of scripts.check share: the project, its lesson, and live parts started when needed.
 
 The student's PostgreSQL server, the check's own database on it (`lab_check_<pid>`, with the lab's schema and
-the small data set's customers, dropped at the end) and the Stack (simulators, the student's API) are made when
+the small data set's customers, dropped at the end) and the CheckStack (simulators, the student's API) are made when
 a check first needs them, so `--only copy` starts nothing. Each lesson command runs once, and again only when a
 timing check runs a second time; the checks that read its figures share the run.
 """
@@ -12,7 +12,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from scripts.toolkit import dataset
-from scripts.toolkit.check_stack import Run, Stack
+from scripts.toolkit.check_stack import CheckStack, Run
 from scripts.toolkit.cli import progress
 from scripts.toolkit.databases import temporary_database
 from scripts.toolkit.lessons import Lesson
@@ -27,7 +27,7 @@ class Context:
         self.project, self.lesson, self.lessons = project, lesson, lessons
         self._resources = ExitStack()
         self._server: str | None = None
-        self._stack: Stack | None = None
+        self._stack: CheckStack | None = None
         self._runs: dict[str, Run] = {}
 
     @property
@@ -39,13 +39,13 @@ class Context:
         return self._server
 
     @property
-    def stack(self) -> Stack:
+    def stack(self) -> CheckStack:
         """The simulators and the student's API, on a database of the check's own."""
         if self._stack is None:
             name = f"lab_check_{os.getpid()}"
             dsn = self._resources.enter_context(temporary_database(self.server, name, dataset.SIZES["small"]))
             log_dir = Path(self._resources.enter_context(tempfile.TemporaryDirectory(prefix="lab-check-")))
-            self._stack = Stack(self.project, dsn, log_dir)
+            self._stack = CheckStack(self.project, dsn, log_dir)
             self._resources.callback(self._stack.close)
         return self._stack
 

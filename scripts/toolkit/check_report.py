@@ -10,6 +10,7 @@ from scripts.toolkit.checks import ERROR, FAILED, PASSED, SKIPPED, Result
 
 HINTS_FILE = Path(__file__).with_name("check_hints.toml")
 WIDTH = 100
+CHECK_EXIT_CODES = "Exit codes: 0 every check passed, 1 a check failed, 2 the checker could not run (or bad arguments)."
 INDENT = " " * 17
 
 

@@ -7,7 +7,6 @@ the lesson command itself, which runs from the lab's folder. While a command run
 """
 
 import re
-import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,8 +20,8 @@ from scripts.toolkit import held_loop, lab
 from scripts.toolkit.cli import PROJECT_ROOT, CommandError
 from scripts.toolkit.lessons import command_speed, run_command
 from scripts.toolkit.processes import Service
+from scripts.toolkit.readings import read_simulator_stats
 from scripts.toolkit.suites import NO_TRACES
-from scripts.toolkit.watcher import read_simulator_stats
 
 CHECK_SPEED = 0.5  # the simulator's speed for the commands without a `speed` of their own in lessons.toml
 SAMPLE_EVERY_S = 0.02
@@ -49,7 +48,7 @@ class Run:
     log: list[str] = field(default_factory=list)
 
 
-class Stack:
+class CheckStack:
     """The simulators (one per speed, started when first needed) and the student's API, for one check."""
 
     def __init__(self, project: Path, dsn: str, log_dir: Path):
@@ -70,10 +69,10 @@ class Stack:
         ApiDidNotStart says, in one line, why it did not start.
         """
         settings = {"DATABASE_URL": self.dsn, "LOG_LEVEL": "INFO", **NO_TRACES, **env}
-        service = lab.api(f"{self.simulator(speed).url}/v1", env=settings, cwd=self.project, log_dir=self.log_dir)
-        # The same uvicorn command line, run by held_loop.py (which then runs uvicorn's) instead of `python -m uvicorn`.
-        assert service.argv[1:3] == ["-m", "uvicorn"], service.argv
-        service.argv = [sys.executable, str(Path(held_loop.__file__)), *service.argv[3:]]
+        provider = f"{self.simulator(speed).url}/v1"
+        # The lab's uvicorn command line, run by held_loop.py (which then runs uvicorn's) instead of `-m uvicorn`.
+        script = Path(held_loop.__file__)
+        service = lab.api(provider, env=settings, cwd=self.project, log_dir=self.log_dir, script=script)
         earlier = len(service.log_path.read_text(errors="replace")) if service.log_path.exists() else 0
         try:
             service.start(API_START_TIMEOUT_S)

@@ -20,6 +20,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from types import CodeType, FrameType
 
 EVERY_S = 0.01  # how often the loop's stack is looked at
 AT_LEAST_S = 0.1  # a coroutine on the stack this long without a break held the loop
@@ -33,7 +34,7 @@ def main() -> None:
     sampler.start()
     import uvicorn
 
-    uvicorn.main(sys.argv[1:], prog_name="uvicorn")
+    uvicorn.main(sys.argv[1:])
 
 
 def watch(loop_thread: int, project: Path) -> None:
@@ -100,13 +101,13 @@ def describe(held: dict, project: Path) -> dict:
     }
 
 
-def _count(waits: dict, frame) -> None:
+def _count(waits: dict, frame: FrameType | None) -> None:
     if frame is not None:
         place = (frame.f_code, frame.f_lineno)
         waits[place] = waits.get(place, 0) + 1
 
 
-def _place(code, line: int, project: Path) -> dict:
+def _place(code: CodeType, line: int, project: Path) -> dict:
     path = Path(code.co_filename)
     return {
         "file": path.relative_to(project).as_posix(),

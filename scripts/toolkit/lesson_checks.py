@@ -9,7 +9,8 @@ from scripts.toolkit.check_context import Context
 from scripts.toolkit.check_stack import CHECK_SPEED, ApiDidNotStart, Run
 from scripts.toolkit.checks import Check, Result, failed, passed
 from scripts.toolkit.cli import readable_ms
-from scripts.toolkit.lessons import Expectation, command_speed, copy_commands, expectation, lesson_chain
+from scripts.toolkit.lessons import Expectation, command_speed, expectation, lesson_chain
+from scripts.toolkit.snapshots_readme import copy_commands
 from scripts.toolkit.student_project import (
     EDITED,
     MISSING,

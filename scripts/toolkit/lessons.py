@@ -1,7 +1,6 @@
-"""snapshots/lessons.toml: its lessons, the shape their commands' figures must have, and the README written from it.
-
-`python -m scripts.snapshots` holds the snapshots to it, and `python -m scripts.check` a student's project.
-"""
+"""The course's lessons as snapshots/lessons.toml states them: each lesson, the shape its commands' figures must
+have, and a lesson command run. `python -m scripts.snapshots` holds the snapshots to them, `python -m scripts.check`
+a student's project; snapshots_readme writes snapshots/README.md from them."""
 
 import json
 import operator
@@ -13,35 +12,7 @@ from pathlib import Path
 
 from scripts.toolkit.cli import PROJECT_ROOT, CommandError
 
-LESSONS_FILE = PROJECT_ROOT / "snapshots" / "lessons.toml"
-LABS = "../nextia-learning-labs/C21/snapshots"  # where the course tells students to keep this repository
-# The end of snapshots/README.md: when to run scripts.check, and two of its real outputs (run on the lab's machine).
-CHECK_SECTION = """
-## Check your project
-
-After a lesson's copy step, and whenever something looks wrong, run the lab's checker in your
-project's folder, with its virtual environment active:
-
-```sh
-python ../nextia-learning-labs/C21/scripts/check.py
-```
-
-(Windows: `python ..\\nextia-learning-labs\\C21\\scripts\\check.py`.) It holds your project to the
-promises above: the copy step, the count of `python -m pytest`, then each command's result against
-your own API, in each `INTAKE_MODE`. Run on `end-of-m01`, before the copy step, it begins:
-
-```
-CHECK_M01
-```
-
-and once the files are copied, on `end-of-m02`, it ends with:
-
-```
-CHECK_M02
-```
-
-Every check, its options and a failure explained: [the root README](../README.md#check-your-project).
-"""
+LESSONS = PROJECT_ROOT / "snapshots" / "lessons.toml"
 COMPARISONS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "=": operator.eq}
 COMMAND_TIMEOUT_S = 180  # the longest lesson command (a blocking stall at speed 1) takes about 20 s
 
@@ -65,9 +36,9 @@ class Lesson:
         return next(command for command in self.commands if command["name"] == name)
 
 
-def load_lessons(path: Path = LESSONS_FILE) -> tuple[dict, list[Lesson]]:
+def load_lessons() -> tuple[dict, list[Lesson]]:
     """The snapshots and lessons of lessons.toml."""
-    data = tomllib.loads(path.read_text())
+    data = tomllib.loads(LESSONS.read_text())
     lessons = [
         Lesson(commands=entry.pop("commands", []), checks=entry.pop("checks", []), **entry) for entry in data["lessons"]
     ]
@@ -149,69 +120,3 @@ def run_command(command: dict, url: str, speed: float, cwd: Path, timeout_s: flo
     if result.returncode not in (0, 1):  # 1 = some tickets failed: the figures still say what happened
         raise CommandError(f"`{command['run']}` exited {result.returncode}: {result.stderr.strip()[-300:]}")
     return json.loads(result.stdout)
-
-
-def copy_commands(source: str, files: list[str]) -> tuple[str, str]:
-    """The lines that copy `files` from the snapshot `source` into a project: (macOS / Linux, Windows PowerShell)."""
-    ps_files = ", ".join("'" + f.replace("/", "\\") + "'" for f in files)
-    shell = f'S={LABS}/{source}\nfor f in {" ".join(files)}; do cp "$S/$f" "$f"; done'
-    powershell = (
-        f'$S = "{LABS.replace("/", chr(92))}\\{source}"\nforeach ($f in {ps_files}) {{ Copy-Item "$S\\$f" $f }}'
-    )
-    return shell, powershell
-
-
-def render_readme(snapshots: dict, lessons: list) -> str:
-    """The README of the snapshots folder: each snapshot, then each lesson's copy step and expected output."""
-    lines = [
-        "# Lesson snapshots",
-        "",
-        "Each folder is a complete student project at the end of a module. A lesson copies a few files",
-        "from a snapshot into your own project; afterwards `python -m pytest` prints the count below.",
-        "Everything here is checked on every change (`python -m scripts.snapshots check`), and this file",
-        "is written from `lessons.toml` (`python -m scripts.snapshots sync`).",
-        "",
-        "| Snapshot | What it is | `python -m pytest` |",
-        "| --- | --- | --- |",
-    ]
-    lines += [f"| `{name}` | {s['title']} | `{s['tests']} passed` |" for name, s in snapshots.items()]
-    for lesson in lessons:
-        before = (
-            f"`{lesson.before}`" if lesson.before in snapshots else f'the end of "{_title(lessons, lesson.before)}"'
-        )
-        shell, powershell = copy_commands(lesson.source, lesson.copy)
-        lines += [
-            "",
-            f"## {lesson.title}",
-            "",
-            f"Start from {before}. Copy from `{lesson.source}`:",
-            "",
-            "macOS / Linux",
-            "",
-            "```sh",
-            shell,
-            "```",
-            "",
-            "Windows (PowerShell)",
-            "",
-            "```powershell",
-            powershell,
-            "```",
-            "",
-            f"Then `python -m pytest` prints `{lesson.tests} passed`.",
-        ]
-        if lesson.differs_from_source:
-            lines.append(
-                f"Your project then equals `{lesson.source}` except {', '.join(lesson.differs_from_source)}, "
-                "which a later lesson adds."
-            )
-        if lesson.commands:
-            lines += ["", "| Step | API started with | Command | Expect |", "| --- | --- | --- | --- |"]
-            for command in lesson.commands:
-                env = "".join(f"{k}={v} " for k, v in command.get("api_env", {}).items())
-                lines.append(f"| {command['name']} | `{env}fastapi dev` | `{command['run']}` | {command['shows']} |")
-    return "\n".join(lines) + "\n" + CHECK_SECTION
-
-
-def _title(lessons: list, lesson_id: str) -> str:
-    return next(lesson.title for lesson in lessons if lesson.id == lesson_id)

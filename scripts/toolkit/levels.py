@@ -1,42 +1,37 @@
-"""One level of closed-loop load on the ticket API, measured against the physical limit: what scripts.bench runs.
+"""One level of closed-loop load on a ticket API, measured against the physical limit: what scripts.bench runs.
 
-N users, each a keep-alive connection that sends its next ticket as soon as the last answered,
-their first tickets spread evenly over one T (the recording's mean AI time per ticket: no design
-beats N ÷ T tickets per second). A level gives its tickets per second (users ÷ mean ticket time ×
-the share of 201s, Little's law), the fraction of the limit, latencies, /health's p99 and the CPU
-each process spent per ticket; wrk can drive the same level as an outside check.
+N users on the one closed loop (toolkit.load), each sending its next ticket as soon as the last
+answered, their first tickets spread evenly over one T (the recording's mean AI time per ticket:
+no design beats N ÷ T tickets per second). A level gives its tickets per second (users ÷ mean
+ticket time × the share of 201s, Little's law), the fraction of the limit, latencies, /health's
+p99 (the one prober, over the measured window) and the CPU each process spent per ticket; wrk can
+drive the same level as an outside check. A level needs only the API's URL and its processes, so
+any API can be measured the same way.
 """
 
 import asyncio
 import os
 import random
-import shutil
 import statistics
-import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
 import orjson
-import psutil
 
-from scripts.toolkit import wrk
-from scripts.toolkit.cli import CommandError, progress
+from scripts.toolkit import profile, wrk
+from scripts.toolkit.cli import progress
+from scripts.toolkit.cpu import Roles, cpu_of_window
 from scripts.toolkit.dataset import random_ticket
 from scripts.toolkit.health import probe_health, times_ms
-from scripts.toolkit.load import run_on
+from scripts.toolkit.load import closed_loop, run_on, sender, session
+from scripts.toolkit.processes import in_own_process
 from scripts.toolkit.quantiles import quantile
-from simulator.loadgen import run_load
 from simulator.replay import OPERATIONS, load_recording
 from simulator.settings import load_settings as simulator_settings
-from ticket_api.embedded import PGDATA
 
 HEALTH_INTERVAL_S = 0.1
-PROFILE_RATE = 100  # py-spy samples per second
 # A level's mean ticket time is a sample of the recording: at 8 users, 30 s hold ~100 tickets and read the
 # limit only to ±2% (one standard error). A level runs long enough for this many tickets (8 users: ~2 min).
 MIN_TICKETS = 500
@@ -82,6 +77,11 @@ class Level:
         """The API's CPU per ticket: its event-loop thread and its other threads."""
         return self.cpu_ms_per_ticket["api loop"] + self.cpu_ms_per_ticket["api threads"]
 
+    @property
+    def generator_share(self) -> float:
+        """The load generator's CPU per ticket ÷ the API's: how much of the work was the measuring itself."""
+        return self.cpu_ms_per_ticket["generator"] / self.api_cpu_ms_per_ticket
+
 
 def window_s(duration_s: float, users: int, ticket_s: float) -> float:
     """How long to measure a level: `duration_s`, or longer where that holds fewer than MIN_TICKETS tickets."""
@@ -100,82 +100,31 @@ def ticket_bodies(count: int = 500, seed: int = 7) -> list[bytes]:
     return [orjson.dumps(random_ticket(rng)) for _ in range(count)]
 
 
-def ticket_requests(host: str, port: int) -> list[bytes]:
-    """Ready-to-send POST /v1/tickets requests, one for each of ticket_bodies()."""
-    head = f"POST /v1/tickets HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
-    return [f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body for body in ticket_bodies()]
+async def health_during(
+    url: str, start: float, duration_s: float, interval_s: float = HEALTH_INTERVAL_S
+) -> list[float]:
+    """GET /health's times (ms) by the one prober, from `start` (time.perf_counter()) for `duration_s`.
 
-
-def processes(api_pid: int, simulator_pid: int) -> Callable[[], dict[str, list[psutil.Process]]]:
-    """The processes whose CPU time the bench counts, by role: listed anew at each look.
-
-    Anew, because PostgreSQL starts a backend for each connection the API's pool opens under load,
-    and a list made at start-up would miss them (their CPU went uncounted before).
+    The prober runs in a process of its own, so that every /health figure is the server's alone: in
+    the load generator's process, its answers would wait for the generator's own event loop.
     """
-    postmaster = psutil.Process(int((PGDATA / "postmaster.pid").read_text().split()[0]))
-    roots = {"api": psutil.Process(api_pid), "simulator": psutil.Process(simulator_pid)}
-
-    def family(parent: psutil.Process) -> list[psutil.Process]:
-        try:
-            return [parent, *parent.children(recursive=True)]
-        except psutil.NoSuchProcess:
-            return []
-
-    def groups() -> dict[str, list[psutil.Process]]:
-        return {
-            **{role: family(root) for role, root in roots.items()},
-            "postgres": family(postmaster),
-            "generator": [psutil.Process(os.getpid())],
-        }
-
-    return groups
+    start_at = time.time() + start - time.perf_counter()  # a wall-clock time, the same in every process
+    return await in_own_process(probe_window, url, start_at, duration_s, interval_s)
 
 
-Snapshot = dict[str, dict[int, float]]  # role (the API's split into loop and threads) -> pid -> CPU seconds
+def probe_window(url: str, start_at: float, duration_s: float, interval_s: float) -> list[float]:
+    """GET /health every `interval_s` from `start_at` (time.time()) for `duration_s`: the answers' times (ms)."""
 
+    async def window() -> list[float]:
+        await asyncio.sleep(start_at - time.time())
+        stop = asyncio.Event()
+        async with httpx.AsyncClient(base_url=url, timeout=60) as client:
+            prober = asyncio.create_task(probe_health(client, interval_s, stop))
+            await asyncio.sleep(start_at + duration_s - time.time())
+            stop.set()
+            return times_ms(await prober)
 
-def cpu_snapshot(groups: dict[str, list[psutil.Process]]) -> Snapshot:
-    """CPU seconds (user + system) each process of each role has used so far; the API's split into its loop
-    and other threads.
-
-    A process's main thread (its thread id is the pid) runs uvicorn's event loop; the others are
-    AnyIO's worker threads (the database calls), the watchdog and psycopg's pool.
-    """
-    snapshot: Snapshot = {"api loop": {}, "api threads": {}, "simulator": {}, "postgres": {}, "generator": {}}
-    for role, members in groups.items():
-        for process in members:
-            try:
-                times = process.cpu_times()
-                total = times.user + times.system
-                if role == "api":
-                    loop = sum(t.user_time + t.system_time for t in process.threads() if t.id == process.pid)
-                    snapshot["api loop"][process.pid], snapshot["api threads"][process.pid] = loop, total - loop
-                else:
-                    snapshot[role][process.pid] = total
-            except psutil.NoSuchProcess:
-                pass
-    return snapshot
-
-
-def cpu_between(before: Snapshot, after: Snapshot) -> dict[str, float]:
-    """CPU seconds by role between two snapshots; a process born in between counts whole (it all fell inside)."""
-    return {
-        role: sum(seconds - before[role].get(pid, 0.0) for pid, seconds in pids.items()) for role, pids in after.items()
-    }
-
-
-async def cpu_of_window(
-    groups: Callable[[], dict[str, list[psutil.Process]]], start: float, duration_s: float
-) -> dict[str, float]:
-    """CPU seconds by role from `start` (time.monotonic()) for `duration_s`: the measured window only.
-
-    psutil reads /proc in a thread, so the generator's loop keeps its pace.
-    """
-    await asyncio.sleep(start - time.monotonic())
-    before = await asyncio.to_thread(lambda: cpu_snapshot(groups()))
-    await asyncio.sleep(start + duration_s - time.monotonic())
-    after = await asyncio.to_thread(lambda: cpu_snapshot(groups()))
-    return cpu_between(before, after)
+    return asyncio.run(window())
 
 
 def measure(
@@ -183,43 +132,42 @@ def measure(
     users: int,
     duration_s: float,
     ticket_s: float,
-    api,
-    groups,
-    loop: str,
-    profile_to: Path | None = None,
+    url: str,
+    roles: Roles,
+    loop: str = "asyncio",
+    profile_of: tuple[int, Path] | None = None,
     api_processes: int = 1,
     give_up_s: float | None = None,
 ) -> Level:
-    """Drive `users` closed-loop users for `duration_s`, after a ramp of one T over which their first tickets start."""
+    """Drive `users` closed-loop users for `duration_s`, after a ramp of one T over which their first tickets start.
+
+    With `profile_of` (pid, path), py-spy samples that process over the measured window.
+    """
     progress(f"  {mode}, {users} users, {api_processes} API process(es): {ticket_s:.1f} s ramp + {duration_s:.0f} s")
-    host, port = "127.0.0.1", api.port
+    tickets = [("POST", "/v1/tickets", body) for body in ticket_bodies()]
 
-    async def load_and_cpu() -> tuple[dict, dict[str, float]]:
-        # The window starts after the ramp, as run_load's own `measure_from` does (both from now).
-        window_start = time.monotonic() + ticket_s
-        return await asyncio.gather(
-            run_load(
-                host,
-                port,
-                users,
-                duration_s,
-                HEALTH_INTERVAL_S,
-                ramp_s=ticket_s,
-                requests=ticket_requests(host, port),
-                capture=b"server-timing",
-                give_up_s=give_up_s,
-            ),
-            cpu_of_window(groups, window_start, duration_s),
-        )
+    async def load_and_cpu():  # the window starts after the ramp, for every part alike
+        start = time.perf_counter() + ticket_s
+        async with session(url, users) as opened:
+            parts = [
+                closed_loop(
+                    [sender(opened, tickets, first) for first in range(users)],
+                    duration_s=duration_s,
+                    ramp_s=ticket_s,
+                    give_up_s=give_up_s,
+                ),
+                cpu_of_window(roles, start, duration_s),
+                health_during(url, start, duration_s),
+            ]
+            if profile_of:
+                parts.append(profile.sampled(profile_of[0], profile_of[1], start, duration_s))
+            return await asyncio.gather(*parts), start
 
-    with sampled(api.process.pid, profile_to, ticket_s, duration_s):
-        load, cpu = run_on(loop)(load_and_cpu())
-    # Tickets that ended inside the measured window, whenever they started.
-    window_end = load["measure_from"] + duration_s
-    window = [call for call in load["calls"] if load["measure_from"] <= call[1] <= window_end]
-    done = [call for call in window if call[2] == 201]
-    times_of_all = [(end - start) * 1000 for start, end, _, _ in window]
-    latencies = sorted((end - start) * 1000 for start, end, _, _ in done)
+    (load, cpu, health_ms, *_), start = run_on(loop)(load_and_cpu())
+    window = load.ended_within(start, start + duration_s)  # tickets that ended inside it, whenever they started
+    done = [call for call in window if call.outcome.ok]
+    times_of_all = [call.ms for call in window]
+    latencies = sorted(call.ms for call in done)
     return Level(
         mode=mode,
         users=users,
@@ -231,29 +179,23 @@ def measure(
         limit=users / ticket_s,
         p50_ms=quantile(latencies, 0.5) if latencies else float("nan"),
         p95_ms=quantile(latencies, 0.95) if latencies else float("nan"),
-        health_p99_ms=quantile(sorted(load["health_ms"]), 0.99) if load["health_ms"] else float("nan"),
+        health_p99_ms=quantile(health_ms, 0.99) if health_ms else float("nan"),
         counted_per_s=len(done) / duration_s,
         # The CPU of the measured window over the tickets that ended in it.
         cpu_ms_per_ticket={role: seconds * 1000 / max(1, len(done)) for role, seconds in cpu.items()},
     )
 
 
-def measure_with_wrk(users: int, duration_s: float, ticket_s: float, api, loop: str) -> Level:
-    """The same level driven by wrk instead, /health probed by this process meanwhile."""
+def measure_with_wrk(users: int, duration_s: float, ticket_s: float, url: str, loop: str = "asyncio") -> Level:
+    """The same level driven by wrk instead, /health probed by this process over the same window."""
     progress(f"  async, {users} users, wrk: {ticket_s:.1f} s ramp + {duration_s:.0f} s")
-    bodies = ticket_bodies()
 
-    async def wrk_and_health() -> tuple[dict, list[dict]]:
-        stop = asyncio.Event()
-        async with httpx.AsyncClient(base_url=api.url, timeout=60) as client:
-            prober = asyncio.create_task(probe_health(client, HEALTH_INTERVAL_S, stop))
-            try:
-                figures = await asyncio.to_thread(wrk.run_wrk, api.url, users, duration_s, ticket_s, bodies)
-            finally:
-                stop.set()
-            return figures, await prober
+    async def wrk_and_health() -> tuple[dict, list[float]]:
+        start = time.perf_counter() + ticket_s
+        run = asyncio.to_thread(wrk.run_wrk, url, users, duration_s, ticket_s, ticket_bodies())
+        return await asyncio.gather(run, health_during(url, start, duration_s))
 
-    figures, probes = run_on(loop)(wrk_and_health())
+    figures, health_ms = run_on(loop)(wrk_and_health())
     return Level(
         mode="async",
         users=users,
@@ -265,26 +207,19 @@ def measure_with_wrk(users: int, duration_s: float, ticket_s: float, api, loop: 
         limit=users / ticket_s,
         p50_ms=figures["p50_ms"],
         p95_ms=figures["p95_ms"],
-        health_p99_ms=quantile(sorted(times_ms(probes)), 0.99) if probes else float("nan"),
+        health_p99_ms=quantile(health_ms, 0.99) if health_ms else float("nan"),
         generator="wrk",
     )
 
 
-@contextmanager
-def sampled(pid: int, profile_to: Path | None, delay_s: float, duration_s: float) -> Iterator[None]:
-    """With a path: py-spy samples, for `duration_s` after `delay_s`, the GIL holder's stack (raw format)."""
-    if profile_to is None:
-        yield
-        return
-    py_spy = shutil.which("py-spy", path=os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")]))
-    if py_spy is None:
-        raise CommandError("--profile needs py-spy: pip install py-spy")
-    command = (
-        f"sleep {delay_s:.1f}; exec {py_spy} record -p {pid} -d {int(duration_s)} -r {PROFILE_RATE} -f raw "
-        f"-o {profile_to} --threads --gil --nonblocking"
-    )
-    spy = subprocess.Popen(["sh", "-c", command], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        yield
-    finally:
-        spy.wait(timeout=duration_s + 30)
+def ticket_alone(url: str, duration_s: float, loop: str = "asyncio") -> tuple[float, float]:
+    """The mean time of one ticket with 2 users (nothing waits but for the provider), and its standard error (s)."""
+    progress(f"  one ticket alone: 2 users for {duration_s:g} s")
+    tickets = [("POST", "/v1/tickets", body) for body in ticket_bodies()]
+
+    async def alone():
+        async with session(url, 2) as opened:
+            return await closed_loop([sender(opened, tickets, first) for first in range(2)], duration_s=duration_s)
+
+    times = [call.end - call.start for call in run_on(loop)(alone()).ok]
+    return statistics.fmean(times), statistics.stdev(times) / len(times) ** 0.5

@@ -15,8 +15,8 @@ import sys
 import time
 from pathlib import Path
 
-from scripts.toolkit.cli import PROJECT_ROOT, CommandError
-from scripts.toolkit.processes import OWN_GROUP, free_port, stop_process
+from scripts.toolkit.cli import CommandError
+from scripts.toolkit.processes import free_port, start_process, stop_process
 from scripts.toolkit.quantiles import quantile
 
 LOCUSTFILE = "locustfiles/tickets.py"
@@ -106,19 +106,11 @@ def run_locust(url: str, users: int, duration_s: int, workers: int, prefix: str)
         ]
         commands += [[*base, "--worker", "--master-host", "127.0.0.1", "--master-port", str(port)]] * workers
     cpu_before, started = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic()
-    processes = []
+    processes: list[subprocess.Popen] = []
     try:
-        with open(f"{prefix}.json", "wb") as figures, open(f"{prefix}.log", "ab") as log:
+        with open(f"{prefix}.json", "wb") as summary, open(f"{prefix}.log", "ab") as log:
             processes = [
-                subprocess.Popen(
-                    argv,
-                    cwd=PROJECT_ROOT,
-                    stdout=figures if argv is master else log,
-                    stderr=log,
-                    stdin=subprocess.DEVNULL,
-                    **OWN_GROUP,
-                )
-                for argv in commands
+                start_process(argv, stdout=summary if argv is master else log, stderr=log) for argv in commands
             ]
         code = processes[0].wait(duration_s + STOP_TIMEOUT_S + 60)
         # a master quits at once; its workers still finish the tickets in flight

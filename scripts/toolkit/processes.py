@@ -1,5 +1,9 @@
-"""The one process runner of scripts and tests: free ports, a Service ready on /health, stopped by pid (and group)."""
+"""The one process runner of scripts and tests: free ports, child processes in a group of their own stopped by pid
+(`start_process`, `running`, `stop_process`), a Service ready on /health, an ASGI app served in a thread, and a
+function run in an interpreter of its own (`in_own_process`)."""
 
+import asyncio
+import multiprocessing
 import os
 import shutil
 import signal
@@ -8,21 +12,24 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO, Any
+
+import uvicorn
 
 from scripts.toolkit.cli import PROJECT_ROOT, CommandError
 from scripts.toolkit.health import is_healthy
 
-try:
-    import resource
-except ImportError:  # Windows: no open-files limit to raise
-    resource = None  # type: ignore[assignment]  # None stands for the missing module
-
 # Popen options that give a process a group of its own: stopping it stops its children (uvicorn
 # workers), and the terminal's Ctrl+C reaches only us, so we stop it in order.
-OWN_GROUP = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if os.name == "nt" else {"start_new_session": True}
+OWN_GROUP: dict[str, Any] = (
+    {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}
+    if os.name == "nt"
+    else {"start_new_session": True}
+)
 
 
 def free_port() -> int:
@@ -32,33 +39,47 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def bind(port: int) -> socket.socket:
+    """A TCP socket bound to 127.0.0.1:port (0: a free one), or CommandError if something listens there."""
+    # IPPROTO_TCP, not socket()'s 0: asyncio turns Nagle's algorithm off (TCP_NODELAY) only on a socket that says
+    # TCP, and with it on, an answer written in two parts waits for the client's delayed ACK (40 ms on Linux).
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    # As uvicorn does: a port whose last server has just stopped (connections in TIME_WAIT) is free.
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(("127.0.0.1", port))
+    except OSError:
+        sock.close()
+        raise CommandError(f"port {port} is in use on 127.0.0.1: stop what runs there or choose another port") from None
+    return sock
+
+
 def check_port_free(port: int) -> None:
     """Raise CommandError if something already listens on 127.0.0.1:port."""
-    with socket.socket() as sock:
-        # As uvicorn does: a port whose last server has just stopped (connections in TIME_WAIT) is free.
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            raise CommandError(
-                f"port {port} is in use on 127.0.0.1: stop what runs there or choose another port"
-            ) from None
+    bind(port).close()
 
 
-def raise_open_files_limit(needed: int) -> str | None:
-    """Raise this process's soft limit of open files to `needed` (up to the hard limit), for it and the processes
-    it starts from now on; what falls short, in words, or None."""
-    if resource is None:
-        return None
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft == resource.RLIM_INFINITY or soft >= needed:
-        return None
-    target = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+def start_process(
+    argv: list[str],
+    cwd: Path = PROJECT_ROOT,
+    env: dict[str, str] | None = None,
+    stdout: IO | int | None = subprocess.DEVNULL,
+    stderr: IO | int | None = subprocess.STDOUT,
+    text: bool = False,
+) -> subprocess.Popen:
+    """Start a child process in a group of its own (OWN_GROUP), its input closed: stop it with stop_process()."""
+    options = {"cwd": cwd, "env": env, "stdout": stdout, "stderr": stderr, "text": text, **OWN_GROUP}
+    return subprocess.Popen(argv, stdin=subprocess.DEVNULL, **options)
+
+
+@contextmanager
+def running(argv: list[str], **options: Any) -> Iterator[subprocess.Popen]:
+    """start_process() for the length of the block; stopped by pid however the block ends."""
+    process = start_process(argv, **options)
     try:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
-    except (ValueError, OSError):
-        target = soft
-    return None if target >= needed else f"the open-files limit is {target:,}, under the {needed:,} needed (ulimit -n)"
+        yield process
+    finally:
+        stop_process(process)
 
 
 class Service:
@@ -92,15 +113,7 @@ class Service:
         check_port_free(self.port)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
-            self.process = subprocess.Popen(
-                self.argv,
-                cwd=self.cwd,
-                env=self.env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                **OWN_GROUP,
-            )
+            self.process = start_process(self.argv, self.cwd, self.env, stdout=log)
         try:
             self._wait_until_ready(timeout_s, ready)
         except BaseException:  # not ready, Ctrl+C or SIGTERM while waiting: stop what was started
@@ -109,6 +122,7 @@ class Service:
         return self
 
     def _wait_until_ready(self, timeout_s: float, ready: str) -> None:
+        assert self.process is not None  # started
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -123,9 +137,21 @@ class Service:
         if self.process is None:
             return None
         stop_process(self.process, timeout_s)
-        if self._own_log_dir and self.process.returncode == 0:
+        # uvicorn raises the SIGTERM again once it has shut down gracefully: that is a clean end too.
+        if self._own_log_dir and self.process.returncode in (0, -signal.SIGTERM):
             shutil.rmtree(self.log_path.parent, ignore_errors=True)
         return self.process.returncode
+
+    @property
+    def pid(self) -> int:
+        """The id of the process (started)."""
+        assert self.process is not None
+        return self.process.pid
+
+    def kill(self) -> int:
+        """SIGKILL to the process and its children (uvicorn's workers): a crash, nothing runs on; its exit code."""
+        assert self.process is not None  # started
+        return stop_process(self.process, graceful=False)
 
     def _listening(self) -> bool:
         with socket.socket() as sock:
@@ -143,20 +169,21 @@ class Service:
         self.stop()
 
 
-def stop_process(process: subprocess.Popen, timeout_s: float = 35) -> int:
-    """Stop a process started with OWN_GROUP: SIGTERM to it and its children, SIGKILL after `timeout_s`.
+def stop_process(process: subprocess.Popen, timeout_s: float = 35, graceful: bool = True) -> int:
+    """Stop a process started with OWN_GROUP: SIGTERM to it and its children, SIGKILL after `timeout_s` (at once
+    without `graceful`); its exit code.
 
     A Ctrl+C or SIGTERM meanwhile cannot cut it short: the process must not be left behind.
     """
     with signals_ignored():
-        for graceful in (True, False):
+        for term in (True, False) if graceful else (False,):
             if process.poll() is not None:
                 break
             try:
                 if os.name == "nt":  # no process groups to signal: the process itself
-                    process.terminate() if graceful else process.kill()
+                    process.terminate() if term else process.kill()
                 else:
-                    os.killpg(process.pid, signal.SIGTERM if graceful else signal.SIGKILL)
+                    os.killpg(process.pid, signal.SIGTERM if term else signal.SIGKILL)
                 process.wait(timeout_s)
             except ProcessLookupError:
                 break
@@ -177,3 +204,40 @@ def signals_ignored() -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+@contextmanager
+def serve_in_thread(app: Any, port: int = 0, **config: Any) -> Iterator[str]:
+    """Serve an ASGI app with uvicorn in a thread of this process on 127.0.0.1:port (0: a free one); yields its URL.
+
+    On asyncio's own loop, as the course measured (uvicorn's default would take uvloop when it is
+    installed); `config` adds uvicorn.Config's options. The server stops when the block ends.
+    """
+    sock = bind(port)
+    options = {"log_level": "warning", "access_log": False, **config}
+    server = uvicorn.Server(uvicorn.Config(app, loop="asyncio", **options))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not server.started:
+            if not thread.is_alive() or time.monotonic() > deadline:
+                raise CommandError("the server in a thread did not start")
+            time.sleep(0.01)
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+        sock.close()
+
+
+async def in_own_process(function: Callable[..., Any], *args: Any) -> Any:
+    """`function(*args)` in a fresh interpreter of its own (its own GIL and event loop); its result.
+
+    Without blocking the caller's event loop, also while the process starts and ends.
+    """
+    pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        return await asyncio.get_running_loop().run_in_executor(pool, function, *args)
+    finally:
+        await asyncio.to_thread(pool.shutdown)

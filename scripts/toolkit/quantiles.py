@@ -1,6 +1,7 @@
 """The one quantile function of the tools (on the 0-1 scale, as `statistics` and NumPy's `quantile`), and summaries."""
 
 import math
+import statistics
 
 
 def quantile(values: list[float], q: float) -> float:
@@ -27,3 +28,9 @@ def summarize(values_ms: list[float]) -> dict:
         "max": max(values_ms),
         "mean": sum(values_ms) / len(values_ms),
     }
+
+
+def medians(runs: list[dict], figures: tuple[str, ...]) -> dict:
+    """The median of each figure over the runs that have it (None where none has)."""
+    found = {figure: [run[figure] for run in runs if run[figure] is not None] for figure in figures}
+    return {figure: statistics.median(values) if values else None for figure, values in found.items()}

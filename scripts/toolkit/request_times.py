@@ -9,6 +9,7 @@ locust, which monkey-patches its process with gevent.
 
 import csv
 import os
+from typing import Any, TextIO
 
 from locust import events
 from locust.runners import MasterRunner
@@ -20,8 +21,8 @@ class TimesFile:
     """This process's CSV, open from test_start to test_stop (users finish during --stop-timeout before it)."""
 
     def __init__(self) -> None:
-        self.file = None
-        self.writer = None
+        self.file: TextIO | None = None
+        self.writer: Any = None  # csv.writer's object (its type is private to the csv module)
 
     def open(self, folder: str) -> None:
         """Start DIR/PID.csv with its header."""
@@ -40,7 +41,7 @@ times_file = TimesFile()
 
 
 @events.init_command_line_parser.add_listener
-def add_times_folder(parser) -> None:
+def add_times_folder(parser: Any) -> None:
     """Locust's option --times-folder DIR."""
     parser.add_argument(
         "--times-folder", help="write every request's time to DIR/PID.csv (the lab's plugin)", include_in_web_ui=False
@@ -48,7 +49,7 @@ def add_times_folder(parser) -> None:
 
 
 @events.test_start.add_listener
-def open_times_file(environment, **_kwargs) -> None:
+def open_times_file(environment: Any, **_kwargs: Any) -> None:
     """Open this process's CSV, unless it is a master (its workers send the requests)."""
     folder = environment.parsed_options.times_folder if environment.parsed_options else None
     if folder and not isinstance(environment.runner, MasterRunner):
@@ -56,13 +57,13 @@ def open_times_file(environment, **_kwargs) -> None:
 
 
 @events.request.add_listener
-def record_request(request_type, name, response_time, exception, **_kwargs) -> None:
+def record_request(request_type: str, name: str, response_time: float, exception: Any, **_kwargs: Any) -> None:
     """One row per request: its method, name, milliseconds (a float) and whether it succeeded."""
     if times_file.writer is not None:
         times_file.writer.writerow((request_type, name, repr(response_time), int(exception is None)))
 
 
 @events.test_stop.add_listener
-def close_times_file(**_kwargs) -> None:
+def close_times_file(**_kwargs: Any) -> None:
     """Close the CSV once every user has stopped."""
     times_file.close()

@@ -1,6 +1,6 @@
 """The whole lab per INTAKE_MODE, from nothing: the database, then a simulator and the API in a mode on top of it.
 
-`running_lab()` starts the database and `Lab.api(mode)` a simulator (quota off) and the API in that
+`running_stack()` starts the database and `Stack.api(mode)` a simulator (quota off) and the API in that
 mode (compare, capacity, bench). Whatever it starts is stopped by pid when the `with` block ends:
 normally, on an error, on Ctrl+C and on SIGTERM (toolkit.cli.run makes it one).
 """
@@ -12,13 +12,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from scripts.toolkit.cli import Clock, CommandError, progress
-from scripts.toolkit.databases import init
+from scripts.toolkit.databases import init, one_row
 from scripts.toolkit.lab import api, simulator, started
 from scripts.toolkit.processes import Service
 from ticket_api.config import load_settings
 from ticket_api.database import connect, resolve_dsn, shown_dsn
 
-MODES = ("blocking", "async", "thread")
+MODES = ("blocking", "async", "thread")  # INTAKE_MODE's values (Settings.intake_mode), in the course's order
 LOOPS = ("asyncio", "uvloop")  # asyncio's own loop is the course's; uvloop is the optional extra
 # The exit codes of the commands that start the whole lab and create tickets (compare, capacity).
 EXIT_CODES = (
@@ -26,7 +26,7 @@ EXIT_CODES = (
 )
 
 
-class Lab:
+class Stack:
     """The running database; `api(mode)` starts a simulator and the API in that mode on top of it."""
 
     def __init__(self, dsn: str, speed: float, log_dir: Path, clock: Clock):
@@ -34,7 +34,14 @@ class Lab:
         self.speed = speed
         self.log_dir = log_dir
         self.clock = clock
-        self.simulator: Service | None = None
+        self._simulator: Service | None = None
+
+    @property
+    def simulator(self) -> Service:
+        """The simulator of the API started last."""
+        if self._simulator is None:
+            raise RuntimeError("no API started yet: the simulator starts with it")
+        return self._simulator
 
     @contextmanager
     def api(
@@ -49,7 +56,7 @@ class Lab:
         name = run_name(mode, loop)
         folder = self.log_dir / name
         with started(simulator(speed=self.speed, quota=0, log_dir=folder)) as provider:
-            self.simulator = provider
+            self._simulator = provider
             settings = {"INTAKE_MODE": mode, "DATABASE_URL": self.dsn, **(env or {})}
             with started(api(f"{provider.url}/v1", env=settings, workers=workers, log_dir=folder, loop=loop)) as server:
                 progress(
@@ -61,25 +68,26 @@ class Lab:
     def last_ticket_id(self) -> int:
         """The highest ticket id now: tickets created from now on have higher ones."""
         with connect(self.dsn) as conn:
-            return conn.execute("SELECT coalesce(max(id), 0) FROM tickets").fetchone()[0]
+            return one_row(conn, "SELECT coalesce(max(id), 0) FROM tickets")[0]
 
     def provider_time(self, after_id: int) -> tuple[int, float | None]:
         """(tickets saved, mean provider seconds per ticket: classify + draft + embed) after `after_id`."""
         with connect(self.dsn) as conn:
-            count, mean_ms = conn.execute(
+            count, mean_ms = one_row(
+                conn,
                 "SELECT count(*), avg(classify_ms + draft_ms + embed_ms) FROM ticket_ai_results WHERE ticket_id > %s",
                 (after_id,),
-            ).fetchone()
+            )
         return count, None if mean_ms is None else float(mean_ms) / 1000
 
 
 @contextmanager
-def running_lab(speed: float, log_dir: Path, clock: Clock) -> Iterator[Lab]:
+def running_stack(speed: float, log_dir: Path, clock: Clock) -> Iterator[Stack]:
     """Start the database (the small data set loaded if missing)."""
     # The parent starts the embedded server and so owns its lifetime; the APIs get its URL.
     dsn = resolve_dsn(load_settings())
     progress(f"database {shown_dsn(dsn)}: {init(dsn, 'small')}")
-    yield Lab(dsn, speed, log_dir, clock)
+    yield Stack(dsn, speed, log_dir, clock)
 
 
 def parse_modes(text: str) -> list[str]:

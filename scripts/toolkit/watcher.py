@@ -20,7 +20,18 @@ from typing import Any, TypeVar
 
 import httpx
 
-from scripts.toolkit.metrics import Metrics, read_metrics
+from scripts.toolkit.health import HealthProbes, probe_health
+from scripts.toolkit.held import recording
+from scripts.toolkit.readings import (
+    GAUGES,
+    INTERVAL_KEYS,
+    RATE_OVER_S,
+    Row,
+    Scrape,
+    interval_figures,
+    read_scrape,
+    read_simulator_stats,
+)
 
 TICK_S = 0.2  # the page's; scripts.compare and scripts.capacity record every RECORD_TICK_S
 RECORD_TICK_S = 0.5  # at the simulator's speed 1; shorter at a faster simulator (record_tick_s), 0.1 s at least
@@ -30,9 +41,7 @@ LINGER_TICKS = 2
 WINDOW_S = 60.0
 NO_ANSWER_S = 0.5  # a probe waiting longer than this counts as "no answer"
 TIMEOUT_S = 30.0  # a probe given up after this; the next one starts at once
-RATE_OVER_S = 2.0  # tickets per second over the last 2 s: steadier than over one 0.2 s interval
 
-Row = dict[str, Any]
 T = TypeVar("T")
 
 
@@ -79,76 +88,6 @@ class Probe:
 
 
 @dataclass
-class Scrape(Metrics):
-    """One reading of the API's /metrics, and when it answered."""
-
-    at: float
-
-
-def read_scrape(response: httpx.Response) -> Scrape:
-    """Parse /metrics' Prometheus text, stamped with the time of its answer."""
-    metrics = read_metrics(response.text)
-    return Scrape(metrics.values, metrics.info, time.monotonic())
-
-
-def read_simulator_stats(response: httpx.Response) -> dict[str, Any]:
-    """The simulator's GET /admin/stats; KeyError or ValueError if it is not the simulator's answer."""
-    stats = response.json()
-    return {key: stats[key] for key in ("in_flight", "quota_limit", "quota_remaining")}
-
-
-def largest_lag_s(before: Scrape, after: Scrape) -> float | None:
-    """The largest event-loop lag observed between two scrapes, read from the lag histogram.
-
-    The histogram keeps counts per bucket, not single values: the estimate is the mean of the
-    observations in the highest bucket that grew (the others counted at their bucket's lower bound),
-    kept within that bucket's bounds: its error is at most the bucket's width (1 to 2.5 s, say).
-    """
-    name = "ticket_api_event_loop_lag_seconds"
-
-    def grown(sample: str, **labels: str) -> float:
-        return (after.get(sample, **labels) or 0.0) - (before.get(sample, **labels) or 0.0)
-
-    total, lag_sum = grown(f"{name}_count"), grown(f"{name}_sum")
-    if total <= 0:
-        return 0.0  # no heartbeat between two answers so close together (or the API restarted)
-    lower, counted, below_sum = 0.0, 0.0, 0.0
-    for bound in sorted(after.by_label(f"{name}_bucket", "le"), key=float):
-        cumulative = grown(f"{name}_bucket", le=bound)
-        in_bucket = cumulative - counted
-        if cumulative >= total:  # the highest bucket that grew
-            return round(min(max((lag_sum - below_sum) / in_bucket, lower), float(bound)), 4)
-        below_sum += in_bucket * lower
-        lower, counted = float(bound), cumulative
-    return None
-
-
-def interval_figures(before: Scrape, oldest: Scrape, scrape: Scrape) -> Row:
-    """The figures of the time between answers of /metrics: the largest lag and the DB connections lent per
-    second since `before`, tickets/s by outcome since `oldest` (RATE_OVER_S ago)."""
-    created = scrape.by_label("ticket_api_tickets_total", "outcome")
-    earlier = oldest.by_label("ticket_api_tickets_total", "outcome")
-    lent, lent_before = scrape.get("ticket_api_db_pool_lent_total"), before.get("ticket_api_db_pool_lent_total")
-    return {
-        "lag_s": largest_lag_s(before, scrape),
-        "tickets_per_s": {
-            outcome: per_s(count, earlier.get(outcome, 0.0), scrape.at - oldest.at)
-            for outcome, count in created.items()
-        },
-        # a check or a save holds its connection for milliseconds, between two looks at "in use": this rate sees it
-        "db_lent_per_s": None
-        if lent is None or lent_before is None
-        else per_s(lent, lent_before, scrape.at - before.at),
-    }
-
-
-def per_s(count: float, earlier: float, seconds: float) -> float:
-    """A counter's growth per second between two readings; after a reset (the API restarted) it counts from 0."""
-    grown = count - earlier if count >= earlier else count
-    return round(grown / seconds, 2) if seconds > 0 else 0.0
-
-
-@dataclass
 class Watcher:
     """The three probes and the rows they make; `rows()` is the last WINDOW_S seconds."""
 
@@ -163,17 +102,24 @@ class Watcher:
     _interval: Row = field(default_factory=lambda: dict.fromkeys(INTERVAL_KEYS))
 
     def rows(self) -> list[Row]:
-        """The rows of the window, oldest first; each has `t`, seconds since the watcher started."""
-        return list(self._rows)
+        """The rows of the window, oldest first; each has `t`, seconds since the watcher started.
+
+        Copies, made without a switch of threads: the watch page's server reads them from a thread of its own.
+        """
+        return [dict(row) for row in list(self._rows)]
 
     async def run(self) -> None:
         """Probe and make rows until cancelled."""
-        limits = httpx.Limits(max_connections=3, max_keepalive_connections=3)
-        async with httpx.AsyncClient(limits=limits, trust_env=False) as client:
-            self.health = Probe(client, f"{self.api_url}/health", self.tick_s / 2)
+        async with (
+            httpx.AsyncClient(timeout=TIMEOUT_S, trust_env=False) as client,
+            httpx.AsyncClient(base_url=self.api_url, timeout=TIMEOUT_S, trust_env=False) as health_client,
+        ):
+            self.health = HealthProbes(time.perf_counter())
             self.metrics = Probe(client, f"{self.api_url}/metrics", self.tick_s, read_scrape)
             self.simulator = Probe(client, f"{self.simulator_url}/admin/stats", self.tick_s, read_simulator_stats)
-            probes = [asyncio.create_task(probe.run()) for probe in (self.health, self.metrics, self.simulator)]
+            probes: list[asyncio.Task] = [asyncio.create_task(p.run()) for p in (self.metrics, self.simulator)]
+            never = asyncio.Event()  # the prober is cancelled with the others
+            probes.append(asyncio.create_task(probe_health(health_client, self.tick_s / 2, never, seen=self.health)))
             try:
                 while True:  # the first row after the probes had a tick to answer
                     await asyncio.sleep(self.tick_s - (time.monotonic() - self.started) % self.tick_s)
@@ -184,17 +130,20 @@ class Watcher:
                 await asyncio.gather(*probes, return_exceptions=True)
 
     def _tick(self, now: float) -> None:
-        row: Row = {"t": round(now - self.started, 3), **self._health(now), **self._api(now), **self._simulator(now)}
+        row: Row = {"t": round(now - self.started, 3), **self._health(), **self._api(now), **self._simulator(now)}
         self._rows.append(row)
         while self._rows and self._rows[0]["t"] < row["t"] - self.window_s:
             self._rows.popleft()
 
-    def _health(self, now: float) -> Row:
-        """/health as timed here: the last answer's time, or longer while one waits (then: no answer)."""
-        waiting = self.health.waiting_s(now)
-        if self.health.answer is None and waiting == 0:
-            return {"health_s": None, "api_answers": False}  # refused: the API is down
-        return {"health_s": round(max(self.health.took_s or 0.0, waiting), 4), "api_answers": self.health.answers(now)}
+    def _health(self) -> Row:
+        """/health as timed by the one prober: the last answer's time, or longer while one waits (then: no answer)."""
+        seen = self.health
+        waiting = 0.0 if seen.sent_at is None else time.perf_counter() - seen.sent_at
+        answered = bool(seen.answers) and not seen.refused  # the last GET had an answer
+        if not answered and waiting < NO_ANSWER_S:
+            return {"health_s": None, "api_answers": False}  # refused (and asked again at once): the API is down
+        took_s = seen.answers[-1]["ms"] / 1000 if answered else 0.0
+        return {"health_s": round(max(took_s, waiting), 4), "api_answers": answered and waiting < NO_ANSWER_S}
 
     def _api(self, now: float) -> Row:
         scrape: Scrape | None = self.metrics.answer if self.metrics.answers(now) else None
@@ -232,20 +181,6 @@ class Watcher:
         }
 
 
-# The figures of the time between two answers of /metrics (see _add_scrape).
-INTERVAL_KEYS = ("lag_s", "tickets_per_s", "db_lent_per_s")
-# The API's gauges in a row: row key -> metric name.
-GAUGES = {
-    "threads_borrowed": "ticket_api_threads_borrowed",
-    "threads_total": "ticket_api_threads_total",
-    "threads_waiting": "ticket_api_threads_waiting",
-    "db_in_use": "ticket_api_db_pool_in_use",
-    "db_max": "ticket_api_db_pool_max",
-    "db_waiting": "ticket_api_db_pool_waiting",
-    "api_in_flight": "ticket_api_provider_in_flight",
-}
-
-
 @contextlib.asynccontextmanager
 async def watching(
     api_url: str, simulator_url: str, window_s: float = WINDOW_S, tick_s: float = TICK_S
@@ -266,28 +201,6 @@ def record_tick_s(speed: float) -> float:
     return max(0.1, RECORD_TICK_S * min(speed, 1.0))
 
 
-def peaks(rows: list[Row], tick_s: float) -> dict[str, float | None]:
-    """The largest value of each series of rows made every `tick_s` (None where it has none); seconds without answer."""
-
-    def largest(key: str) -> float | None:
-        values = [row[key] for row in rows if row.get(key) is not None]
-        return max(values) if values else None
-
-    created = [row["tickets_per_s"].get("created", 0.0) for row in rows if row.get("tickets_per_s")]
-    silent = sum(1 for row in rows if row["health_s"] is not None and not row["api_answers"])
-    return {
-        **{f"{key}_max": largest(key) for key in ("health_s", "lag_s", *GAUGES, "db_lent_per_s", "sim_in_flight")},
-        "created_per_s_max": max(created) if created else None,
-        "no_answer_s": round(silent * tick_s, 1),
-    }
-
-
-def recording(watcher: Watcher) -> dict[str, Any]:
-    """What a recorded run keeps: the tick, the API's header (INTAKE_MODE, ...), the peaks and the rows."""
-    rows = watcher.rows()
-    return {"tick_s": watcher.tick_s, "header": watcher.header, "peaks": peaks(rows, watcher.tick_s), "rows": rows}
-
-
 async def watched(
     work: Awaitable[T], api_url: str, simulator_url: str, tick_s: float = RECORD_TICK_S
 ) -> tuple[T, dict[str, Any]]:
@@ -295,7 +208,7 @@ async def watched(
     async with watching(api_url, simulator_url, window_s=float("inf"), tick_s=tick_s) as watcher:
         result = await work
         await asyncio.sleep(LINGER_TICKS * tick_s)
-    return result, recording(watcher)
+    return result, recording(watcher.rows(), watcher.tick_s, watcher.header)
 
 
 @contextlib.contextmanager
@@ -305,7 +218,7 @@ def recorded_in_thread(api_url: str, simulator_url: str, tick_s: float = RECORD_
     with watching_in_thread(api_url, simulator_url, window_s=float("inf"), tick_s=tick_s) as watcher:
         yield held
         time.sleep(LINGER_TICKS * tick_s)
-    held.update(recording(watcher))
+    held.update(recording(watcher.rows(), watcher.tick_s, watcher.header))
 
 
 @contextlib.contextmanager

@@ -16,7 +16,7 @@ from ticket_api.config import load_settings
 from ticket_api.errors import ProviderBusy, ProviderTimeout, ProviderUnavailable
 from ticket_api.provider import Provider
 
-CLIENTS = ["aiohttp", "httpx"]
+CLIENTS = ["aiohttp", "httpx", "httpx2"]
 CHAT = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "Subject: Hi\n\nHello"}]}
 
 

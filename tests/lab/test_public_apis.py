@@ -12,7 +12,8 @@ import importlib
 
 import pytest
 
-from scripts.snapshots import ROOT, student_files
+from scripts.toolkit.cli import PROJECT_ROOT as ROOT
+from scripts.toolkit.project import student_files
 
 NOT_IMPORTED = {"locust"}  # importing it monkey-patches this process with gevent
 OWN_PACKAGES = {"ticket_api", "simulator", "scripts", "tests", "locustfiles"}

@@ -23,7 +23,7 @@ BAD = [  # variable, value, a word of the one-line answer
     ("PROVIDER_TIMEOUT_S", "-inf", "greater than 0"),
     ("PROVIDER_MAX_CONNECTIONS", "0", "greater than or equal to 1"),
     ("PROVIDER_MAX_CONNECTIONS", "99999999999", "less than or equal to"),
-    ("PROVIDER_ASYNC_CLIENT", "httptools", "'aiohttp' or 'httpx'"),
+    ("PROVIDER_ASYNC_CLIENT", "httptools", "'aiohttp', 'httpx' or 'httpx2'"),
     ("THREAD_LIMIT", "1e9", "valid integer"),
     ("PROVIDER_API_KEY", "sk-café", "printable ASCII"),
     ("PROVIDER_API_KEY", "sk lab", "printable ASCII"),
@@ -136,14 +136,7 @@ def test_fastapi_dev_stops_on_a_bad_value_with_one_line(tmp_path):
     argv = [sys.executable, "-m", "fastapi", "dev", "--port", str(port)]
     log = tmp_path / "dev.log"
     with open(log, "wb") as output:
-        process = subprocess.Popen(
-            argv,
-            cwd=cli.PROJECT_ROOT,
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, "PROVIDER_TIMEOUT_S": "inf"},
-            **processes.OWN_GROUP,
-        )
+        process = processes.start_process(argv, env={**os.environ, "PROVIDER_TIMEOUT_S": "inf"}, stdout=output)
     try:
         deadline = time.monotonic() + 60
         while "Application startup failed" not in log.read_text():

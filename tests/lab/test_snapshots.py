@@ -3,7 +3,9 @@
 import subprocess
 import sys
 
-from scripts.snapshots import ROOT, shape_problems, student_files, unused_files
+from scripts.toolkit.cli import PROJECT_ROOT as ROOT
+from scripts.toolkit.lessons import shape_problems
+from scripts.toolkit.project import student_files, unused_files
 
 
 def test_shapes_compare_lists_bounds_and_scaled_bounds():
@@ -69,6 +71,13 @@ def test_a_students_scripts_are_the_lessons_and_what_they_import_and_a_file_noth
         & found
     )
     assert unused_files(tmp_path) == ["ticket_api/orphan.py"]
+
+
+def test_the_students_simulator_carries_no_benchmark_of_the_lab():
+    for snapshot in ("end-of-m01", "end-of-m02"):
+        simulator = {name for name in student_files(ROOT / "snapshots" / snapshot) if name.startswith("simulator/")}
+        assert "simulator/server.py" in simulator
+        assert not {"simulator/bench.py", "simulator/loadgen.py", "simulator/reference.py"} & simulator
 
 
 def test_every_snapshot_and_lesson_keeps_its_promises():

@@ -57,10 +57,11 @@ class Settings(BaseSettings):
         description="HTTP connections to the provider per client; a call that cannot get one within "
         "`PROVIDER_TIMEOUT_S` fails: 504 `ai_timeout` with aiohttp's pool, 503 `ai_busy` with httpx's own",
     )
-    provider_async_client: Literal["aiohttp", "httpx"] = Field(
+    provider_async_client: Literal["aiohttp", "httpx", "httpx2"] = Field(
         "aiohttp",
         description="the connection pool under `provider.acall`'s `httpx.AsyncClient`: aiohttp's, through "
-        "httpx-aiohttp's transport (`aiohttp`), or httpx's own (`httpx`)",
+        "httpx-aiohttp's transport (`aiohttp`), httpx's own (`httpx`), or `httpx2.AsyncClient` as it comes "
+        "(`httpx2`, httpx's maintained fork; experiment 9)",
     )
     provider_max_concurrency: int = Field(
         0,

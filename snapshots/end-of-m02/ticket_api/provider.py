@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 import httpx
+import httpx2
 from httpx_aiohttp import AiohttpTransport
 
 from ticket_api.config import Settings
@@ -24,18 +25,16 @@ class Provider:
     """One client of each kind per process, made in the lifespan; `in_flight` counts calls under way."""
 
     def __init__(self, settings: Settings, transport: httpx.MockTransport | None = None):
-        # The pool must never be the hidden limit: it is as large as PROVIDER_MAX_CONNECTIONS.
-        size, timeout_s = settings.provider_max_connections, settings.provider_timeout_s
-        options: dict = {
-            "base_url": settings.provider_url,
-            "headers": {"Authorization": f"Bearer {settings.provider_api_key.get_secret_value()}"},
-            "limits": httpx.Limits(max_connections=size, max_keepalive_connections=size),
-            "timeout": httpx.Timeout(timeout_s, connect=min(5.0, timeout_s)),
-        }
+        options = client_options(httpx, settings)
         self._client = httpx.Client(transport=transport, **options)
-        # PROVIDER_ASYNC_CLIENT: aiohttp's connection pool (the default) or httpx's own; tests pass a MockTransport.
-        pool = AiohttpTransport(limits=options["limits"]) if settings.provider_async_client == "aiohttp" else None
-        self._aclient = httpx.AsyncClient(transport=transport or pool, **options)
+        # PROVIDER_ASYNC_CLIENT: the connection pool under the async client: aiohttp's (the default), httpx's own,
+        # or httpx2's (httpx's maintained fork, the same API under another name); tests pass a MockTransport.
+        self._aclient: httpx.AsyncClient | httpx2.AsyncClient
+        if settings.provider_async_client == "httpx2":
+            self._aclient = httpx2.AsyncClient(**client_options(httpx2, settings))
+        else:
+            pool = AiohttpTransport(limits=options["limits"]) if settings.provider_async_client == "aiohttp" else None
+            self._aclient = httpx.AsyncClient(transport=transport or pool, **options)
         cap = settings.provider_max_concurrency
         self._sync_slots = threading.BoundedSemaphore(cap) if cap else None
         self._slots = asyncio.Semaphore(cap) if cap else None
@@ -61,11 +60,11 @@ class Provider:
                 response = await self._apost(path, body)
         return _check(response), (time.perf_counter() - started) * 1000
 
-    def _post(self, path: str, body: dict) -> httpx.Response:
+    def _post(self, path: str, body: dict) -> httpx.Response | httpx2.Response:
         with self._counted(), _transport_errors():
             return self._client.post(path, json=body)
 
-    async def _apost(self, path: str, body: dict) -> httpx.Response:
+    async def _apost(self, path: str, body: dict) -> httpx.Response | httpx2.Response:
         with self._counted(), _transport_errors():
             return await self._aclient.post(path, json=body)
 
@@ -90,23 +89,35 @@ class Provider:
         await self._aclient.aclose()
 
 
+def client_options(http, settings: Settings) -> dict:
+    """The clients' options, built from `http`'s own classes (httpx or httpx2)."""
+    # The pool must never be the hidden limit: it is as large as PROVIDER_MAX_CONNECTIONS.
+    size, timeout_s = settings.provider_max_connections, settings.provider_timeout_s
+    return {
+        "base_url": settings.provider_url,
+        "headers": {"Authorization": f"Bearer {settings.provider_api_key.get_secret_value()}"},
+        "limits": http.Limits(max_connections=size, max_keepalive_connections=size),
+        "timeout": http.Timeout(timeout_s, connect=min(5.0, timeout_s)),
+    }
+
+
 @contextmanager
 def _transport_errors() -> Iterator[None]:
     try:
         yield
-    except httpx.PoolTimeout:
+    except (httpx.PoolTimeout, httpx2.PoolTimeout):
         raise ProviderBusy("no free connection to the AI provider (PROVIDER_MAX_CONNECTIONS)", retry_after=1) from None
-    except httpx.TimeoutException as exc:
+    except (httpx.TimeoutException, httpx2.TimeoutException) as exc:
         # httpx-aiohttp reports a refused or dropped connection as a ConnectTimeout too; its cause tells them apart.
         cause = exc.__cause__
         if isinstance(cause, aiohttp.ClientConnectionError) and not isinstance(cause, aiohttp.ServerTimeoutError):
             raise ProviderUnavailable("cannot reach the AI provider", cause=describe(cause)) from None
         raise ProviderTimeout("the AI provider did not answer within PROVIDER_TIMEOUT_S") from None
-    except httpx.TransportError as exc:
+    except (httpx.TransportError, httpx2.TransportError) as exc:
         raise ProviderUnavailable("cannot reach the AI provider", cause=describe(exc)) from None
 
 
-def _check(response: httpx.Response) -> dict:
+def _check(response: httpx.Response | httpx2.Response) -> dict:
     if response.status_code == 429:
         seconds = response.headers.get("Retry-After", "")  # whole seconds; a date or anything else counts as 1
         retry_after = int(seconds) if seconds.isdigit() else 1

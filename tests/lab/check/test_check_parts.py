@@ -1,15 +1,12 @@
 """The parts of `python -m scripts.check`, each on its own and in seconds: how checks run and depend on each other,
 why an API did not start, the sampler that finds where the event loop was held, and the checks' data."""
 
-import ast
-import importlib.metadata
 import json
 import os
 import re
 import subprocess
 import sys
 import textwrap
-import tomllib
 from pathlib import Path
 
 import pytest
@@ -30,9 +27,7 @@ from scripts.toolkit.checks import (
     with_dependencies,
 )
 from scripts.toolkit.cli import PROJECT_ROOT, Clock
-from scripts.toolkit.imports import reachable
 from scripts.toolkit.lessons import expectation, load_lessons
-from scripts.toolkit.student_project import SNAPSHOTS
 
 _, LESSONS = load_lessons()
 
@@ -212,42 +207,3 @@ def test_every_check_of_lessons_toml_names_its_command_figures_and_hints_and_eve
             used |= named
     assert known - used == set(), "hints no check can give"
     assert {hint["kind"] for hint in hints().values()} <= {"essential", "actionable", "informative"}
-
-
-def test_the_checker_needs_nothing_a_students_project_does_not_install():
-    """Every library the checker's files import comes with the dependencies of the snapshot's pyproject.toml."""
-    files = reachable(PROJECT_ROOT, {PROJECT_ROOT / "scripts" / "check.py"})
-    imported = set()
-    for file in files:
-        for node in ast.walk(ast.parse(file.read_text())):
-            if isinstance(node, ast.Import):
-                imported |= {alias.name.split(".")[0] for alias in node.names}
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                imported.add(node.module.split(".")[0])
-    own = {"scripts", "ticket_api", "tests", "simulator", "locustfiles"}
-    third_party = {name for name in imported - own if name not in sys.stdlib_module_names}
-    pyproject = tomllib.loads((SNAPSHOTS / "end-of-m02" / "pyproject.toml").read_text())
-    installed = _with_requirements({_name(r) for r in pyproject["project"]["dependencies"]})
-    providers = importlib.metadata.packages_distributions()
-    missing = {module for module in third_party if not {_name(d) for d in providers.get(module, [])} & installed}
-    assert missing == set()
-
-
-def _name(requirement: str) -> str:
-    return re.split(r"[\s\[<>=!~;]", requirement, maxsplit=1)[0].lower().replace("_", "-")
-
-
-def _with_requirements(names: set[str]) -> set[str]:
-    """The distributions and everything they require, as installed here (extras left out)."""
-    found, waiting = set(), list(names)
-    while waiting:
-        name = waiting.pop()
-        if name in found:
-            continue
-        try:
-            requires = importlib.metadata.requires(name) or []
-        except importlib.metadata.PackageNotFoundError:  # a requirement for other Pythons (a marker) only
-            continue
-        found.add(name)
-        waiting += [_name(r) for r in requires if "extra ==" not in r]
-    return found

@@ -4,6 +4,7 @@ import asyncio
 import multiprocessing
 from datetime import datetime
 
+import httpx
 import psutil
 import pytest
 from fastapi.testclient import TestClient
@@ -11,7 +12,7 @@ from fastapi.testclient import TestClient
 from scripts.experiments.app import app, create_app
 from scripts.experiments.settings import ExperimentSettings
 from scripts.toolkit.health import probe_health, times_ms
-from scripts.toolkit.load import closed_loop, getter, open_client, open_clients
+from scripts.toolkit.load import closed_loop, getter, session
 from scripts.toolkit.processes import free_port
 from scripts.toolkit.quantiles import quantile
 from tests.servers import serve
@@ -117,10 +118,10 @@ def test_a_provider_that_is_down_or_failing_makes_the_upstream_routes_answer_502
 async def burst(url: str, path: str, count: int) -> tuple[float, float]:
     """`count` requests at once while /health is probed: (wall seconds, /health median ms)."""
     stop = asyncio.Event()
-    async with open_client(url) as health_client, open_clients(url, count) as clients:
+    async with httpx.AsyncClient(base_url=url) as health_client, session(url, count) as opened:
         await health_client.get("/health")
         prober = asyncio.create_task(probe_health(health_client, 0.02, stop))
-        load = await closed_loop([getter(client, path) for client in clients], requests=count)
+        load = await closed_loop([getter(opened, path)] * count, requests=count)
         stop.set()
         health_ms = times_ms(await prober)
     assert len(load.latencies_ms) == count, load.errors

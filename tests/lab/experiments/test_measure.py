@@ -2,15 +2,21 @@
 
 import argparse
 import asyncio
+import time
 
 import httpx
 import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
 
 from scripts.toolkit.answers import describe_failure, server_total_ms
 from scripts.toolkit.cli import CommandError, parse_levels
 from scripts.toolkit.health import check_api, probe_health
-from scripts.toolkit.load import closed_loop, generator_saturated, getter, warm_up
+from scripts.toolkit.load import Load, Outcome, Send, closed_loop, generator_saturated, getter, session, warm_up
 from scripts.toolkit.quantiles import quantile, summarize
+from tests.servers import serve
 
 
 def test_quantile_interpolates_between_the_nearest_values():
@@ -71,29 +77,69 @@ def fake_api(statuses: list[int]) -> httpx.MockTransport:
     return httpx.MockTransport(handle)
 
 
-def test_the_closed_loop_sends_exactly_the_requests_asked_and_counts_failures():
-    async def run():
-        transport = fake_api([200, 503, 200])
-        clients = [httpx.AsyncClient(transport=transport, base_url="http://api") for _ in range(3)]
-        try:
-            return await closed_loop([getter(client, "/work") for client in clients], requests=10)
-        finally:
-            for client in clients:
-                await client.aclose()
+def work_app(statuses: list[int]) -> Starlette:
+    """Answers GET /work with the given statuses in turn (then 200), taking 10 ms each, with Server-Timing."""
+    answers = iter(statuses)
 
-    load = asyncio.run(run())
+    async def work(request: Request) -> JSONResponse:
+        await asyncio.sleep(0.01)
+        status = next(answers, 200)
+        body = {"error": "db_busy"} if status >= 400 else {"ok": True}
+        return JSONResponse(body, status, headers={"Server-Timing": "total;dur=10.5"})
+
+    return Starlette(routes=[Route("/work", work)])
+
+
+def run_load(statuses: list[int], users: int, **until: float) -> Load:
+    """The closed loop of `users` on one session against work_app(statuses), until `until`."""
+
+    async def load(url: str) -> Load:
+        async with session(url, users) as opened:
+            return await closed_loop([getter(opened, "/work")] * users, **until)
+
+    with serve(work_app(statuses)) as url:
+        return asyncio.run(load(url))
+
+
+def test_the_closed_loop_sends_exactly_the_requests_asked_and_counts_failures():
+    load = run_load([200, 503, 200], users=3, requests=10)
     assert (len(load.latencies_ms), load.errors) == (9, ["503 db_busy"])
+    assert load.server_ms == [10.5] * 9 and all(ms >= 10 for ms in load.latencies_ms)
     assert load.rps > 0 and load.wall_s > 0
 
 
 def test_the_closed_loop_stops_at_its_duration():
-    async def run():
-        async with httpx.AsyncClient(transport=fake_api([]), base_url="http://api") as client:
-            return await closed_loop([getter(client, "/work")], duration_s=0.2)
-
-    load = asyncio.run(run())
+    load = run_load([], users=2, duration_s=0.2)
     assert 0.2 <= load.wall_s < 1.0
     assert len(load.latencies_ms) > 10
+
+
+def test_the_users_first_requests_are_spread_over_the_ramp_and_the_duration_follows_it():
+    firsts: dict[int, float] = {}
+
+    def user(number: int) -> Send:
+        async def send() -> Outcome:
+            firsts.setdefault(number, time.perf_counter())
+            await asyncio.sleep(0.01)
+            return Outcome(True)
+
+        return send
+
+    load = asyncio.run(closed_loop([user(number) for number in range(4)], duration_s=0.2, ramp_s=0.4))
+    offsets = [firsts[number] - load.began for number in range(4)]
+    assert all(0.1 * number <= offset < 0.1 * number + 0.3 for number, offset in enumerate(offsets)), offsets
+    assert 0.6 <= load.wall_s < 1.5  # the ramp, then the duration
+    early = load.ended_within(load.began, load.began + 0.09)  # one user alone, 10 ms a call: 9 at most
+    assert 1 <= len(early) <= 9
+
+
+def test_the_closed_loop_gives_up_on_calls_a_stuck_server_never_answers():
+    async def stuck() -> Outcome:
+        await asyncio.sleep(60)
+        return Outcome(True)
+
+    load = asyncio.run(closed_loop([stuck, stuck], duration_s=0.1, give_up_s=0.1))
+    assert load.wall_s < 1 and load.calls == [] and load.given_up == 2
 
 
 def test_the_prober_samples_until_stopped_and_keeps_failures_apart():
@@ -123,9 +169,9 @@ def test_an_api_that_does_not_answer_is_a_one_line_command_error():
 
 
 def test_warm_up_refuses_a_route_that_fails_from_the_start():
-    async def run():
-        async with httpx.AsyncClient(transport=fake_api([404]), base_url="http://api") as client:
-            await warm_up([client], "/work")
+    async def warm(url: str) -> None:
+        async with session(url, 1) as opened:
+            await warm_up(opened, "/work")
 
-    with pytest.raises(CommandError, match="GET /work answered 404"):
-        asyncio.run(run())
+    with serve(work_app([404])) as url, pytest.raises(CommandError, match="GET /work answered 404"):
+        asyncio.run(warm(url))

@@ -19,8 +19,8 @@ import pytest
 
 from scripts.experiments.runner import experiment_app
 from scripts.experiments.settings import ExperimentSettings
-from scripts.toolkit import cli, lab
-from scripts.toolkit.processes import free_port, stop_process
+from scripts.toolkit import lab
+from scripts.toolkit.processes import free_port, start_process, stop_process
 
 COMMANDS = {
     "probe a def route": ["probe", "/sleep/def?ms=10", "--requests", "20"],
@@ -48,14 +48,9 @@ def listening(url: str) -> bool:
 
 def start_command(args: list[str], marker: str) -> subprocess.Popen:
     """`python -m scripts.ARGS --json` in the background, as a student's terminal would run it."""
-    return subprocess.Popen(
-        [sys.executable, "-m", f"scripts.{args[0]}", *args[1:], "--json"],
-        cwd=cli.PROJECT_ROOT,
-        env={**os.environ, "EXPERIMENT_TEST_MARKER": marker},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    argv = [sys.executable, "-m", f"scripts.{args[0]}", *args[1:], "--json"]
+    environment = {**os.environ, "EXPERIMENT_TEST_MARKER": marker}
+    return start_process(argv, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 @pytest.mark.parametrize("args", COMMANDS.values(), ids=COMMANDS.keys())
@@ -115,13 +110,8 @@ def test_the_runner_starts_the_workers_asked_for():
 
 def test_the_app_served_by_hand_answers_on_its_port_and_stops_cleanly_on_ctrl_c():
     port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "scripts.experiments", "--port", str(port), "--thread-limit", "8"],
-        cwd=cli.PROJECT_ROOT,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+    argv = [sys.executable, "-m", "scripts.experiments", "--port", str(port), "--thread-limit", "8"]
+    server = start_process(argv, stdout=None, stderr=subprocess.PIPE, text=True)
     try:
         assert "experiment app at http://127.0.0.1:" in server.stderr.readline()
         deadline = time.monotonic() + 30

@@ -2,7 +2,7 @@
 
 import json
 
-from scripts.sweep import find_knee, render
+from scripts.experiments.knee import find_knee, render
 from scripts.toolkit.processes import free_port
 
 

@@ -4,8 +4,8 @@ import asyncio
 import json
 
 from scripts.experiments.app import create_app
+from scripts.experiments.cliff import find_cliff, measure_cliff
 from scripts.experiments.settings import ExperimentSettings
-from scripts.thread_cliff import find_cliff, measure_cliff
 from tests.servers import serve
 
 HOLD_MS = 400

@@ -18,7 +18,6 @@ from scripts.toolkit.load import closed_loop, outcome_of
 from scripts.toolkit.metrics import metric_totals
 from tests.lab.tools.commands import run_module
 
-MODES = ("thread", "blocking", "async")
 IDLE = {"ticket_api_threads_borrowed": 0, "ticket_api_db_pool_in_use": 0, "ticket_api_provider_in_flight": 0}
 MARKER = re.compile(r"\[([0-9a-f]{12})\]$")
 

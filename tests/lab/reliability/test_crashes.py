@@ -13,9 +13,10 @@ import time
 import httpx
 import pytest
 
-from scripts import soak
 from scripts.toolkit import dataset
+from scripts.toolkit.audit import Journey, check_rows, make_tickets
 from scripts.toolkit.databases import create_lab_database, drop_database
+from scripts.toolkit.postgres import kill_postgres
 from tests.lab.reliability.reliability_testing import (
     MODES,
     keyed_load,
@@ -104,7 +105,7 @@ def test_kill_9_of_the_api_under_load_leaves_whole_tickets_and_a_retry_returns_t
     with keyed_load(api.url, customer_id, CLIENTS) as sent:
         wait_for(lambda: created(sent) >= CREATED_BEFORE_THE_KILL, 30, "tickets created before the kill")
         time.sleep(TICKET_S / 2)  # the next tickets are in the middle of their work
-        assert soak.kill(api) == -9
+        assert api.kill() == -9
     cut = [each for each in sent if isinstance(each.answer, Exception)]
     in_flight = [each for each in cut if not isinstance(each.answer, httpx.ConnectError)]
     assert in_flight, "no request was in flight when the API was killed"
@@ -149,7 +150,7 @@ def test_kill_9_of_postgres_under_load_is_503_and_the_api_recovers_by_itself(
         wait_for(lambda: created(sent) >= CREATED_BEFORE_THE_KILL, 30, "tickets created before the kill")
         time.sleep(TICKET_S / 2)
         try:
-            soak.kill_postgres(own_database.pgdata)
+            kill_postgres(own_database.pgdata)
             probe_health_for(DB_DOWN_S)
         finally:
             assert embedded_dsn(own_database.pgdata) == own_database.dsn  # the same server, after crash recovery
@@ -191,7 +192,7 @@ def test_after_a_long_outage_the_pool_lends_again_within_seconds(own_database, m
     db.open()
     try:
         check_customer(db, own_database.customer_id)
-        soak.kill_postgres(own_database.pgdata)
+        kill_postgres(own_database.pgdata)
         down_until = time.monotonic() + LONG_OUTAGE_S
         try:
             while time.monotonic() < down_until:
@@ -227,8 +228,8 @@ def test_the_soak_counts_a_ticket_committed_before_the_attempt_that_got_its_201(
     name = f"lab_soak_crash_{os.getpid()}"
     dsn = create_lab_database(database_url, name, dataset.SIZES["small"])
     try:
-        tickets = soak.make_tickets(2, "crash")
-        outcomes = [soak.Journey(number, ticket["key"]) for number, ticket in enumerate(tickets, start=1)]
+        tickets = make_tickets(2, "crash")
+        outcomes = [Journey(number, ticket["key"]) for number, ticket in enumerate(tickets, start=1)]
         for ticket, outcome in zip(tickets, outcomes, strict=False):
             outcome.sent_at = time.time()  # the first ticket's row is committed after this attempt was sent
             with connect(dsn) as conn:
@@ -239,7 +240,7 @@ def test_the_soak_counts_a_ticket_committed_before_the_attempt_that_got_its_201(
                 ).fetchone()[0]
             outcome.status = 201
         outcomes[1].connection_errors, outcomes[1].sent_at = ["ReadError"], time.time()  # its retry, after the commit
-        checked = soak.check_rows(dsn, outcomes)
+        checked = check_rows(dsn, outcomes)
     finally:
         drop_database(database_url, name)
     assert checked["committed_without_201"] == [tickets[1]["key"]]

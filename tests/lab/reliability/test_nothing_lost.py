@@ -11,8 +11,8 @@ from collections import Counter
 
 import pytest
 
-from scripts import soak
 from scripts.toolkit import dataset
+from scripts.toolkit.audit import Journey, check_rows, make_tickets
 from scripts.toolkit.databases import create_lab_database, drop_database
 from tests.lab.reliability.reliability_testing import (
     MODES,
@@ -107,18 +107,18 @@ def test_the_soak_check_finds_lost_duplicated_and_unanswered_tickets(database_ur
     name = f"lab_soak_check_{os.getpid()}"
     dsn = create_lab_database(database_url, name, dataset.SIZES["small"])
     try:
-        tickets = soak.make_tickets(4, "check")
+        tickets = make_tickets(4, "check")
         with connect(dsn) as conn:
             conn.execute("ALTER TABLE tickets DISABLE TRIGGER USER")  # lets rows without AI results in, to be found
             for ticket in (tickets[1], tickets[1], tickets[3]):  # 1 lost, 2 saved twice, 4 saved despite its 503
                 conn.execute(
                     "INSERT INTO tickets (customer_id, subject, body) VALUES (1, %s, 'b')", (ticket["subject"],)
                 )
-        outcomes = [soak.Journey(number, ticket["key"]) for number, ticket in enumerate(tickets, start=1)]
+        outcomes = [Journey(number, ticket["key"]) for number, ticket in enumerate(tickets, start=1)]
         for outcome in outcomes[:3]:
             outcome.status, outcome.ticket_id = 201, 10**9
         outcomes[3].status, outcomes[3].error = 503, "ai_busy"
-        violations = soak.check_rows(dsn, outcomes)["violations"]
+        violations = check_rows(dsn, outcomes)["violations"]
     finally:
         drop_database(database_url, name)
     assert any(tickets[0]["key"] in line and "saved as nothing" in line for line in violations), violations

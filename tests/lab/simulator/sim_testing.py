@@ -9,6 +9,8 @@ from pathlib import Path
 
 import httpx
 
+from scripts.toolkit.processes import start_process, stop_process
+
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 START_TIMEOUT_S = 20
 
@@ -31,13 +33,7 @@ class RunningServer:
 
     def stop(self) -> int:
         """Stop the process by its own pid (SIGTERM, then SIGKILL after 10 s); return its exit code."""
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_process(self.process, 10)
         self.process.stdout.close()
         return self.process.returncode
 
@@ -46,18 +42,11 @@ def start_server(module: str, *flags: str, stderr_path: Path, env: dict | None =
     """Start `python -m module --port 0 ...` from the project root and wait for its start-up line."""
     environment = {**os.environ, **(env or {})}
     with stderr_path.open("w") as stderr:
-        process = subprocess.Popen(
-            [sys.executable, "-m", module, "--port", "0", *flags],
-            cwd=PROJECT_ROOT,
-            env=environment,
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            text=True,
-        )
+        argv = [sys.executable, "-m", module, "--port", "0", *flags]
+        process = start_process(argv, env=environment, stdout=subprocess.PIPE, stderr=stderr, text=True)
     line = process.stdout.readline()
     if "http://" not in line:
-        process.kill()
-        process.wait(timeout=START_TIMEOUT_S)
+        stop_process(process, graceful=False)
         raise RuntimeError(f"{module} did not start: {stderr_path.read_text()}")
     return RunningServer(process, line, stderr_path)
 

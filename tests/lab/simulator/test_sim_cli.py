@@ -152,9 +152,8 @@ def test_generate_check_tells_whether_a_file_matches(tmp_path):
 
 
 def test_the_other_commands_have_help_and_one_line_errors():
-    for module in ("simulator.bench", "simulator.loadgen", "simulator.record", "simulator.stats", "simulator.generate"):
+    for module in ("simulator.record", "simulator.stats", "simulator.generate"):
         assert run_command(module, "--help").returncode == 0, module
-    assert_one_line_usage_error(run_command("simulator.bench", "--duration", "-1"), "--duration")
     no_upstream = {"SIM_UPSTREAM_URL": ""}
     assert_one_line_usage_error(
         run_command("simulator.record", "--out", "x.jsonl", env=no_upstream), "SIM_UPSTREAM_URL"

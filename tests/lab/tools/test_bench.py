@@ -1,12 +1,15 @@
-"""scripts.bench: its CPU accounting (the measured window only, processes born inside it included), and wrk."""
+"""scripts.bench: its CPU accounting (the measured window only, processes born inside it included), wrk, and a short
+run on a PostgreSQL of DATABASE_URL."""
 
 import asyncio
+import json
 
 import pytest
 from fastapi import FastAPI, Request
 
 from scripts.toolkit import wrk
-from scripts.toolkit.levels import cpu_between
+from scripts.toolkit.cpu import cpu_between
+from tests.lab.tools.commands import run_module
 from tests.servers import serve
 
 
@@ -45,3 +48,21 @@ def test_wrk_drives_a_closed_loop_and_its_mean_is_the_servers_time():
     assert 100 <= figures["mean_ms"] < 150  # the server's 100 ms, and little more
     assert 4 * 2.4 / 0.1 * 0.7 < figures["requests"] <= 4 * 2.4 / 0.1  # closed loop: 4 users x 24 rounds at most
     assert {body["n"] for body in bodies} == {1, 2}
+
+
+def test_with_database_url_set_the_bench_runs_and_says_in_one_line_that_postgres_is_not_counted(
+    lab_database_url, tmp_path
+):
+    # 256 users: the shortest level the bench allows (it measures 500 tickets at least), alone of its kind.
+    levels = ["--users", "256", "--two-process-users", "0", "--thread-users", "0", "--wrk-users", "0"]
+    result = run_module(
+        "scripts.bench", *levels, "--duration", "1", "--alone", "2", "--out", str(tmp_path),
+        env={"DATABASE_URL": lab_database_url},
+    )  # fmt: skip
+    assert result.returncode in (0, 1), result.stderr[-2000:]  # 1: a target missed on a busy machine
+    assert "Traceback" not in result.stderr
+    warning = "warning: PostgreSQL's CPU is not counted: DATABASE_URL is set"
+    assert sum(line.startswith(warning) for line in result.stderr.splitlines()) == 1
+    (level,) = json.loads((tmp_path / "bench.json").read_text())["levels"]
+    assert level["users"] == 256 and level["tickets"] > 0
+    assert set(level["cpu_ms_per_ticket"]) == {"api loop", "api threads", "simulator", "generator"}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts.capacity import render, summarize
+from scripts.toolkit.capacity_table import render, summarize
 from scripts.toolkit.charts import draw_capacity
 from scripts.toolkit.locust import read_ticket_times, run_locust, ticket_figures
 from scripts.toolkit.quantiles import quantile

@@ -11,7 +11,7 @@ import time
 from scripts.compare import render, summarize
 from scripts.toolkit import course
 from scripts.toolkit.charts import draw_health_medians
-from scripts.toolkit.cli import PROJECT_ROOT
+from scripts.toolkit.processes import start_process, stop_process
 from tests.lab.tools.commands import HELD_FIELDS, listening, run_module
 
 
@@ -151,14 +151,8 @@ def test_without_held_nothing_is_recorded_or_drawn(lab_database_url, tmp_path):
 
 def test_sigterm_stops_the_comparison_and_everything_it_started(lab_database_url, tmp_path):
     command = [sys.executable, "-m", "scripts.compare", "--speed", "0.3", "--modes", "blocking", "--out", str(tmp_path)]
-    process = subprocess.Popen(
-        command,
-        cwd=PROJECT_ROOT,
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
-        env={**os.environ, "DATABASE_URL": lab_database_url},
-    )
+    environment = {**os.environ, "DATABASE_URL": lab_database_url}
+    process = start_process(command, env=environment, stderr=subprocess.PIPE, text=True)
     seen = []
     try:
         for line in process.stderr:
@@ -169,7 +163,7 @@ def test_sigterm_stops_the_comparison_and_everything_it_started(lab_database_url
                 break
         _, rest = process.communicate(timeout=60)
     finally:
-        process.kill()
+        stop_process(process, graceful=False)  # already stopped, unless an assertion failed first
     urls = re.findall(r"http://127\.0\.0\.1:\d+", "".join(seen))
     assert process.returncode == 130
     assert rest.strip().endswith("interrupted") and "Traceback" not in rest

@@ -1,17 +1,17 @@
 """The stall timeline from the run's own data: the API's X-Provider-Calls, placed by scripts.stall, drawn by compare."""
 
-import asyncio
+import json
 
 import httpx
 import pytest
 
-from scripts.stall import measure_stall
 from scripts.toolkit import lab
 from scripts.toolkit.answers import provider_calls, server_timing
 from scripts.toolkit.charts import draw_timeline
+from scripts.toolkit.stack import MODES
 from tests.fakes import FakeProvider
+from tests.lab.tools.commands import run_module
 
-MODES = ["blocking", "async", "thread"]
 TICKET = {"customer_id": 1, "subject": "Parcel 51 has not arrived", "body": "It was due on Monday."}
 
 
@@ -49,10 +49,18 @@ def with_the_provider_at_once(result: dict) -> float:
     return sum(end - start for start, end in calls) / covered_s
 
 
+def stall(url: str, tickets: int) -> dict:
+    """`python -m scripts.stall` with `tickets` tickets, all at once: its --json figures."""
+    counts = ["--tickets", str(tickets), "--concurrency", str(tickets)]
+    result = run_module("scripts.stall", "--url", url, *counts, "--interval", "0.05", "--seed", "4", "--json")
+    assert result.returncode in (0, 1), result.stderr
+    return json.loads(result.stdout)
+
+
 def four_tickets_at_once(served_api, provider_url: str, mode: str, tickets: int = 4) -> dict:
     """scripts.stall's run of `tickets` tickets, all at once, against the API in `mode`."""
     with served_api(mode, provider_url=provider_url) as url:
-        return asyncio.run(measure_stall(url, tickets=tickets, concurrency=tickets, interval_s=0.05, seed=4))
+        return stall(url, tickets)
 
 
 def test_blocking_mode_calls_the_provider_for_one_ticket_at_a_time_async_and_thread_for_all(served_api, provider_url):
@@ -82,7 +90,7 @@ def test_the_timeline_draws_each_tickets_calls_over_its_wait(served_api, provide
 def test_an_answer_without_provider_calls_is_drawn_as_such_and_none_are_made_up(served_api, tmp_path):
     # A fake provider makes no HTTP call, so the API reports no provider calls and the chart makes none up.
     with served_api("async", FakeProvider(0.05)) as url:
-        result = asyncio.run(measure_stall(url, tickets=2, concurrency=2, interval_s=0.05, seed=4))
+        result = stall(url, 2)
     draw_timeline(result, str(tmp_path / "timeline.svg"))
     svg = (tmp_path / "timeline.svg").read_text()
     assert svg.lstrip().startswith("<?xml") and "ticket 2" in svg

@@ -4,7 +4,6 @@ The page is loaded in headless Chromium (Debian's `chromium` package; `.ci/run` 
 each stall; the figures are the page's own, read from the data attributes its script keeps.
 """
 
-import asyncio
 import re
 import shutil
 import subprocess
@@ -13,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from scripts.stall import measure_stall
 from scripts.toolkit import lab, processes
 from scripts.toolkit.cli import output_folder
+from tests.lab.tools.commands import run_module
 
 CHROMIUM = shutil.which("chromium")
 SPEED = 0.5  # a ticket's AI work takes 1.1 s instead of 2.2 s
@@ -71,8 +70,8 @@ def watched_stall(mode: str, lab_database_url: str, folder: Path) -> dict[str, s
         ]
         watch = processes.Service("watch", argv, port, log_dir=folder).start(ready="port")
         try:
-            result = asyncio.run(measure_stall(api.url, tickets=4, concurrency=4, seed=1))
-            assert result["statuses"] == [201]
+            stall = run_module("scripts.stall", "--url", api.url, "--tickets", "4", "--concurrency", "4", "--seed", "1")
+            assert stall.returncode == 0, stall.stderr  # every ticket answered 201
             return page_figures(f"{watch.url}/", folder / "profile", folder / f"{mode}.png")
         finally:
             watch.stop()

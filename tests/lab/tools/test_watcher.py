@@ -10,19 +10,10 @@ import time
 import httpx
 import pytest
 
-from scripts.toolkit.held import draw_held
+from scripts.toolkit.held import draw_held, peaks
 from scripts.toolkit.processes import free_port
-from scripts.toolkit.watcher import (
-    GAUGES,
-    NO_ANSWER_S,
-    interval_figures,
-    largest_lag_s,
-    peaks,
-    read_scrape,
-    record_tick_s,
-    watching,
-    watching_in_thread,
-)
+from scripts.toolkit.readings import GAUGES, interval_figures, lag_between, read_scrape
+from scripts.toolkit.watcher import NO_ANSWER_S, record_tick_s, watching, watching_in_thread
 
 LAG = "ticket_api_event_loop_lag_seconds"
 BOUNDS = ("0.001", "0.005", "0.01", "1.0", "2.5", "+Inf")
@@ -39,12 +30,16 @@ def scrape(observations: list[float]):
 def test_the_largest_lag_is_read_from_the_highest_bucket_that_grew():
     quiet = [0.0004] * 50
     before = scrape(quiet)
-    assert largest_lag_s(before, scrape(quiet + [0.0003] * 10)) < 0.001  # idle: well under a millisecond
+    assert lag_between(before, scrape(quiet + [0.0003] * 10))["largest_s"] < 0.001  # idle: well under a millisecond
     one_blocked = scrape(quiet + [0.0002] * 12 + [2.2])  # one blocked ticket among quick heartbeats
-    assert largest_lag_s(before, one_blocked) == pytest.approx(2.2, abs=0.01)
-    assert largest_lag_s(before, scrape(quiet + [2.2, 2.3])) == pytest.approx(2.25)  # two: their mean, in the bucket
-    assert largest_lag_s(before, scrape(quiet + [9.5])) == pytest.approx(9.5)  # above the last bound: the mean
-    assert largest_lag_s(before, before) == 0.0  # no heartbeat in between
+    assert lag_between(before, one_blocked)["largest_s"] == pytest.approx(2.2, abs=0.01)
+    assert lag_between(before, scrape(quiet + [2.2, 2.3]))["largest_s"] == pytest.approx(
+        2.25
+    )  # two: their mean, in the bucket
+    assert lag_between(before, scrape(quiet + [9.5]))["largest_s"] == pytest.approx(
+        9.5
+    )  # above the last bound: the mean
+    assert lag_between(before, before)["largest_s"] == 0.0  # no heartbeat in between
 
 
 def a_reading(at: float, lent: float, created: float):

@@ -54,13 +54,21 @@ def status(dsn: str) -> list[str]:
     """Which server is used and how many rows each table holds."""
     lines = [f"server: {shown_dsn(dsn)}"]
     with connect(dsn) as conn:
-        if conn.execute("SELECT to_regclass('lab_meta')").fetchone()[0] is None:
+        if one_row(conn, "SELECT to_regclass('lab_meta')")[0] is None:
             return [*lines, "no lab tables yet: run `python -m scripts.db init`"]
         lines.append(f"data set: {_meta(conn).get('data_size', 'none')}")
         for table in TABLES:
-            count = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+            (count,) = one_row(conn, f"SELECT count(*) FROM {table}")
             lines.append(f"{table:<20} {count:>8,} rows")
     return lines
+
+
+def one_row(conn: psycopg.Connection, query: str, params: tuple = ()) -> tuple:
+    """The row of a query that always returns one (an aggregate such as count(*))."""
+    row = conn.execute(query, params).fetchone()
+    if row is None:
+        raise ValueError(f"no row from {query}")
+    return row
 
 
 def load_customers(conn: psycopg.Connection, size: dataset.Size) -> None:

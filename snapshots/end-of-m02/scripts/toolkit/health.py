@@ -4,12 +4,25 @@
 """
 
 import asyncio
+import contextlib
 import time
+from dataclasses import dataclass, field
 
 import httpx
 
 from scripts.toolkit.answers import describe_failure
 from scripts.toolkit.cli import CommandError
+
+
+@dataclass
+class HealthProbes:
+    """What probe_health has seen so far, readable while it runs (the watch page reads it live)."""
+
+    since: float  # time.perf_counter() that start_s counts from
+    answers: list[dict] = field(default_factory=list)  # {"start_s": ..., "ms": ...}, one per 2xx
+    errors: list[str] = field(default_factory=list)
+    sent_at: float | None = None  # perf_counter() of the GET waiting for its answer, if one is
+    refused: bool = False  # the last GET got no answer at all: the API is down
 
 
 async def probe_health(
@@ -19,32 +32,35 @@ async def probe_health(
     since: float | None = None,
     errors: list[str] | None = None,
     path: str = "/health",
+    seen: HealthProbes | None = None,
 ) -> list[dict]:
-    """GET `path` at once, then `interval_s` after each answer, until `stop` is set; each answer's start (s) and ms.
+    """GET `path` at once, then `interval_s` after each answer, until `stop` is set; each answer's start (s since
+    `since`) and ms.
 
     A probe still on its way when `stop` is set is waited for and counts: its wait is part of what
     was measured. A probe that fails is not a sample; its reason goes to `errors` when a list is
     given. Use a client of its own, so that a probe never waits for a connection of the load's pool.
     """
-    since = time.perf_counter() if since is None else since
-    probes: list[dict] = []
-    while True:
-        start_s = time.perf_counter() - since
+    seen = seen or HealthProbes(time.perf_counter() if since is None else since)
+    seen.errors = seen.errors if errors is None else errors
+    while not stop.is_set():
+        seen.sent_at = sent = time.perf_counter()
         try:
             response = await client.get(path)
         except httpx.HTTPError as exc:
-            if errors is not None:
-                errors.append(describe_failure(exc))
+            seen.errors.append(describe_failure(exc))
+            seen.refused = True
         else:
+            seen.refused = False
             if response.is_success:
-                probes.append({"start_s": start_s, "ms": (time.perf_counter() - since - start_s) * 1000})
-            elif errors is not None:
-                errors.append(describe_failure(response))
-        try:
+                seen.answers.append({"start_s": sent - seen.since, "ms": (time.perf_counter() - sent) * 1000})
+            else:
+                seen.errors.append(describe_failure(response))
+        finally:
+            seen.sent_at = None
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), interval_s)
-            return probes
-        except TimeoutError:
-            pass
+    return seen.answers
 
 
 def times_ms(probes: list[dict]) -> list[float]:

@@ -6,14 +6,18 @@ Each setting's `Field(description=...)` is its "Meaning"; the table goes between
 import importlib.util
 from pathlib import Path
 
+from pydantic_settings import BaseSettings
+
 START = "<!-- settings:start -->"
 END = "<!-- settings:end -->"
 
 
-def load_settings_class(project: Path) -> type:
+def load_settings_class(project: Path) -> type[BaseSettings]:
     """The `Settings` class of a project (the lab itself or a snapshot), read from its own config.py."""
     path = project / "ticket_api" / "config.py"
     spec = importlib.util.spec_from_file_location(f"settings_of_{project.name.replace('-', '_')}", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.Settings
@@ -30,7 +34,7 @@ def shown_default(value: object) -> str:
     return str(getattr(value, "get_secret_value", lambda: value)())
 
 
-def settings_table(settings_class: type) -> str:
+def settings_table(settings_class: type[BaseSettings]) -> str:
     """`| Variable | Default | Meaning |`, one row per setting, in the class's order."""
     rows = ["| Variable | Default | Meaning |", "| --- | --- | --- |"]
     for name, field in settings_class.model_fields.items():
@@ -38,7 +42,7 @@ def settings_table(settings_class: type) -> str:
     return "\n".join(rows)
 
 
-def with_settings_table(readme: str, settings_class: type) -> str:
+def with_settings_table(readme: str, settings_class: type[BaseSettings]) -> str:
     """The README's text with the table between its START and END markers written anew."""
     before, start, rest = readme.partition(START)
     _, end, after = rest.partition(END)
@@ -47,7 +51,7 @@ def with_settings_table(readme: str, settings_class: type) -> str:
     return f"{before}{START}\n\n{settings_table(settings_class)}\n\n{END}{after}"
 
 
-def env_example_problems(text: str, settings_class: type) -> list[str]:
+def env_example_problems(text: str, settings_class: type[BaseSettings]) -> list[str]:
     """What .env.example says that `Settings` does not: each variable once, with its default (commented if unset)."""
     found = {}
     for line in text.splitlines():

@@ -1,0 +1,149 @@
+"""One home per idea (scripts/toolkit/__init__.py's map): each idea's code lives in its module and nowhere else in
+scripts/, and the map names every module of the toolkit, and only those.
+
+The code is read with `ast`, docstrings left out: a module may say what another one does.
+"""
+
+import ast
+import re
+from pathlib import Path
+from typing import get_args
+
+import pytest
+
+import scripts.toolkit
+from scripts.toolkit.cli import PROJECT_ROOT
+from scripts.toolkit.stack import MODES
+from ticket_api.config import Settings
+
+SCRIPTS = PROJECT_ROOT / "scripts"
+TOOLKIT = SCRIPTS / "toolkit"
+REQUEST_CALLS = {"get", "post", "request", "fetch", "send"}  # what sends a request, as the tools call it
+
+
+def code_of(path: Path) -> ast.Module:
+    """The module's syntax tree without its docstrings."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
+            if isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+                body.pop(0)
+    return tree
+
+
+def strings(tree: ast.AST) -> list[str]:
+    """Every string constant of the code, f-strings' literal parts too."""
+    return [node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)]
+
+
+def dotted_calls(tree: ast.AST) -> set[str]:
+    """`a.b.c` of every call `a.b.c(...)` and `name` of every `name(...)`."""
+    return {ast.unparse(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+
+
+def closed_loops(tree: ast.AST) -> list[int]:
+    """Lines of a `while` loop in an async function that awaits a request and never pauses: a closed-loop user."""
+    found = []
+    for function in ast.walk(tree):
+        if not isinstance(function, ast.AsyncFunctionDef):
+            continue
+        for loop in (node for node in ast.walk(function) if isinstance(node, ast.While)):
+            awaited = {
+                ast.unparse(node.value.func).rsplit(".", 1)[-1] for node in ast.walk(loop) if is_awaited_call(node)
+            }
+            if awaited & REQUEST_CALLS and not awaited & {"sleep", "wait_for", "wait"}:
+                found.append(loop.lineno)
+    return found
+
+
+def is_awaited_call(node: ast.AST) -> bool:
+    return isinstance(node, ast.Await) and isinstance(node.value, ast.Call)
+
+
+def health_requests(tree: ast.AST) -> list[int]:
+    """Lines of a request to a path ending in /health (`client.get(f"{url}/health")`); a route's decorator is none."""
+    routes = {
+        id(inner) for node in ast.walk(tree) for d in getattr(node, "decorator_list", []) for inner in ast.walk(d)
+    }
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and id(node) not in routes
+        and ast.unparse(node.func).rsplit(".", 1)[-1] in REQUEST_CALLS | {"getter"}
+        and any(text.endswith("/health") for argument in node.args for text in strings(argument))
+    ]
+
+
+# idea: (its home, what only the home may have in its code)
+HOMES = {
+    "the closed load loop": ("load.py", lambda tree: bool(closed_loops(tree))),
+    "the load's client": (
+        "load.py",
+        lambda tree: bool({"aiohttp.ClientSession", "aiohttp.TCPConnector"} & dotted_calls(tree)),
+    ),
+    "the /health prober": ("health.py", lambda tree: bool(health_requests(tree))),
+    "the process runner": (
+        "processes.py",
+        lambda tree: bool(
+            {"subprocess.Popen", "os.killpg", "os.kill", "uvicorn.Server", "uvicorn.run"} & dotted_calls(tree)
+        ),
+    ),
+    "the uvicorn command line": ("lab.py", lambda tree: "uvicorn" in strings(tree)),
+    "postmaster.pid": ("postgres.py", lambda tree: any("postmaster.pid" in text for text in strings(tree))),
+    "the quantile": (
+        "quantiles.py",
+        lambda tree: any(
+            isinstance(n, ast.FunctionDef) and n.name in ("quantile", "percentile") for n in ast.walk(tree)
+        ),
+    ),
+    "the /metrics parser": ("metrics.py", lambda tree: "text_string_to_metric_families" in ast.unparse(tree)),
+    "the course's figures": ("course.py", lambda tree: any("course.toml" in text for text in strings(tree))),
+}
+
+
+# (idea, file): why it may, though not the idea's home
+ALLOWED = {("the /health prober", "scripts/stall.py"): "its untimed GETs of /health open connections before the clock"}
+
+
+@pytest.mark.parametrize("idea", HOMES)
+def test_each_idea_lives_in_its_home_only(idea):
+    home, found_in = HOMES[idea]
+    files = [path.relative_to(PROJECT_ROOT).as_posix() for path in sorted(SCRIPTS.rglob("*.py"))]
+    places = [name for name in files if (idea, name) not in ALLOWED and found_in(code_of(PROJECT_ROOT / name))]
+    assert places == [f"scripts/toolkit/{home}"], f"{idea}: {places}"
+
+
+def test_no_hand_written_http_client_or_server():
+    for path in [*SCRIPTS.rglob("*.py"), *(PROJECT_ROOT / "simulator").rglob("*.py")]:
+        calls = dotted_calls(code_of(path))
+        assert not calls & {"asyncio.open_connection", "socket.create_connection", "loop.create_server"}, path
+        assert not any(call.endswith(".create_server") for call in calls), path
+
+
+def test_the_map_names_every_module_of_the_toolkit_and_only_those():
+    doc = scripts.toolkit.__doc__ or ""
+    named = set()
+    for line in doc.splitlines():
+        if line.startswith("- "):
+            names = line[2:].partition(":")[0]
+            named |= {name.strip() for name in re.split(r",| and ", names)}
+    modules = {path.stem for path in TOOLKIT.glob("*.py") if path.stem != "__init__"}
+    assert named == modules
+
+
+def test_the_checks_find_what_they_look_for():
+    example = ast.parse(
+        "async def user(client):\n    while True:\n        await client.post('/v1/tickets')\n"
+        "async def prober(client):\n    while True:\n"
+        "        await client.get('/health')\n        await asyncio.sleep(1)\n"
+    )
+    assert closed_loops(example) == [2]
+    assert HOMES["the /health prober"][1](example)
+    route = ast.parse("@router.get('/health')\nasync def health():\n    return {}\n")
+    assert not HOMES["the /health prober"][1](route)
+
+
+def test_the_tools_modes_are_the_apis_own():
+    assert sorted(MODES) == sorted(get_args(Settings.model_fields["intake_mode"].annotation))
