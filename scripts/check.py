@@ -67,7 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.only:
         checks = with_dependencies(checks, args.only)
 
-    progress(f"checking {project} against {lesson.id} ({lesson.title}), {len(checks)} checks")
+    count = f"{len(checks)} check" + ("" if len(checks) == 1 else "s")
+    progress(f"checking {project} against {lesson.id} ({lesson.title}), {count}")
     clock, started = Clock(), time.monotonic()
     try:
         results = run_checks(checks, lambda name: _rerun(args, name), clock)

@@ -80,7 +80,8 @@ def _check_lines(result: Result) -> list[str]:
     if result.status == SKIPPED:
         return lines + _wrapped(f"because {result.because} failed")
     if result.status == ERROR:
-        return lines + _wrapped(result.reason or "") + [f"{INDENT}rerun it alone: {result.rerun}"]
+        reason = (result.reason or "").removeprefix("could not run: ")  # the status says it already
+        return lines + _wrapped(reason) + [f"{INDENT}rerun it alone: {result.rerun}"]
     if result.status == FAILED:
         lines += _wrapped(f"expected {result.expected}")
         lines += _wrapped(f"measured {result.measured}" + (" (failed twice)" if result.runs == 2 else ""))
