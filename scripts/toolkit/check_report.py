@@ -97,14 +97,14 @@ def _check_lines(result: Result) -> list[str]:
         lines += _wrapped(f"hint: {first}")
         lines += [f"{INDENT}      {line}" for line in commands]  # lines to copy: never wrapped
         if hint:
-            lines += _wrapped(f'      (the lesson, "{hint["section"]}")')
+            lines += _wrapped(f'(the lesson, "{hint["section"]}")', INDENT + " " * 6)
         lines.append(f"{INDENT}rerun it alone: {result.rerun}")  # a command to copy: never wrapped
     return lines
 
 
-def _wrapped(text: str) -> list[str]:
-    wrapped = textwrap.wrap(text, WIDTH, initial_indent=INDENT, subsequent_indent=INDENT + "  ", break_on_hyphens=False)
-    return wrapped or [INDENT]
+def _wrapped(text: str, indent: str = INDENT) -> list[str]:
+    wrapped = textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent + "  ", break_on_hyphens=False)
+    return wrapped or [indent]
 
 
 class _Blank(dict):
