@@ -1,9 +1,10 @@
 """Checks the way check50 runs them: each a small function, its description the sentence the student reads.
 
 A check whose dependency did not pass is not run: it "could not check, because <dependency> failed". A timing
-check that fails runs once more before its failure is reported ("failed twice"). A problem of the checker or
-of the environment is "could not run" (status `error`), never counted against the student. Every check bounds
-its own waiting (subprocess and start-up timeouts), so a run always ends.
+check that fails runs once more before its failure is reported ("failed twice"), unless what failed is no matter
+of timing (tickets that did not answer 201). A problem of the checker or of the environment is "could not run"
+(status `error`), never counted against the student. Every check bounds its own waiting (subprocess and start-up
+timeouts), so a run always ends.
 """
 
 import time
@@ -30,6 +31,7 @@ class Result:
     hint_values: dict = field(default_factory=dict)  # what the hint's text names: files, settings, ...
     info: list[str] = field(default_factory=list)  # information, never a failure
     runs: int = 1
+    may_be_noise: bool = True  # False: a failure of a timing check that a second run cannot change (tickets failed)
     because: str | None = None  # the dependency that failed, for a skipped check
     rerun: str | None = None  # the command that runs this check alone
     seconds: float = 0.0
@@ -81,7 +83,7 @@ def run_checks(checks: list[Check], rerun: Callable[[str], str], clock: Clock) -
         progress(f"[{clock}] {check.name}: {check.description} ...")
         started = time.monotonic()
         result = _attempt(check, 1)
-        if result.status == FAILED and check.timing:
+        if result.status == FAILED and check.timing and result.may_be_noise:
             progress(f"[{clock}] {check.name}: failed ({result.measured}); running it once more")
             result = _attempt(check, 2)
             result.runs = 2 if result.status == FAILED else 1

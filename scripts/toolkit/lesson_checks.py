@@ -156,13 +156,15 @@ def check_command(ctx: Context, entry: dict, attempt: int) -> Result:
         reason.append(f"error codes of the tickets: {', '.join(run.figures['errors'])}")
     given = [f"{n}={v} ({w})" for n, (v, w) in settings_given(ctx.project).items() if n != "DATABASE_URL"]
     reason += [f"your settings: {', '.join(given)}"] if given else []
-    return failed(
+    result = failed(
         "; ".join(_shown(e) for e in wrong),
         "; ".join(_measured(e.key, run.figures.get(e.key)) for e in wrong),
         hint_id,
         "\n".join(reason) or None,
         where=where or "",
     )
+    result.may_be_noise = all(e.key != "statuses" for e in wrong)  # a ticket that failed is no timing noise
+    return result
 
 
 def check_log(ctx: Context, entry: dict, attempt: int) -> Result:

@@ -68,6 +68,13 @@ def test_a_timing_check_runs_twice_before_it_fails_and_a_second_pass_is_a_pass()
     assert (results["once"].status, attempts) == (PASSED, [1, 2])
     assert results["once"].info == ["it failed once, and passed when run again"]
     assert results["setting"].runs == 1
+    tickets_failed = failed("status codes [201]", "status codes [201, 503]", "tickets-failed")
+    tickets_failed.may_be_noise = False
+    attempts.clear()
+    results = run(
+        [Check("statuses", "201 each", lambda attempt: attempts.append(attempt) or tickets_failed, timing=True)]
+    )
+    assert (results["statuses"].runs, attempts) == (1, [1])  # a ticket that failed is no timing noise: run once
 
 
 def test_a_problem_of_the_checker_could_not_run_and_is_not_counted_against_the_student():
