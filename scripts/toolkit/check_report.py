@@ -1,6 +1,7 @@
 """What scripts.check prints: every check in plain words, or as JSON; the hints' texts come from check_hints.toml."""
 
 import json
+import re
 import textwrap
 import tomllib
 from functools import cache
@@ -12,6 +13,7 @@ HINTS_FILE = Path(__file__).with_name("check_hints.toml")
 WIDTH = 100
 CHECK_EXIT_CODES = "Exit codes: 0 every check passed, 1 a check failed, 2 the checker could not run (or bad arguments)."
 INDENT = " " * 17
+UNIT = re.compile(r"(\d) (ms|s)\b")
 
 
 @cache
@@ -103,8 +105,9 @@ def _check_lines(result: Result) -> list[str]:
 
 
 def _wrapped(text: str, indent: str = INDENT) -> list[str]:
-    wrapped = textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent + "  ", break_on_hyphens=False)
-    return wrapped or [indent]
+    kept = UNIT.sub("\\1\xa0\\2", text)  # a figure and its unit on one line: `0.0 s`, not `0.0` then `s`
+    wrapped = textwrap.wrap(kept, WIDTH, initial_indent=indent, subsequent_indent=indent + "  ", break_on_hyphens=False)
+    return [line.replace("\xa0", " ") for line in wrapped] or [indent]
 
 
 class _Blank(dict):
