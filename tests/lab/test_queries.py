@@ -19,8 +19,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from scripts.toolkit.databases import temporary_database
+from scripts.toolkit.stack import MODES
 from tests.fakes import FakeProvider
-from tests.lab.reliability.reliability_testing import MODES
 from ticket_api.config import load_settings
 from ticket_api.connecting import connect
 from ticket_api.database import apply_schema, resolve_dsn

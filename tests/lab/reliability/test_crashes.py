@@ -17,8 +17,8 @@ from scripts.toolkit import dataset
 from scripts.toolkit.audit import Journey, check_rows, make_tickets
 from scripts.toolkit.databases import create_lab_database, drop_database
 from scripts.toolkit.postgres import kill_postgres
+from scripts.toolkit.stack import MODES
 from tests.lab.reliability.reliability_testing import (
-    MODES,
     keyed_load,
     marker_of,
     post_all,

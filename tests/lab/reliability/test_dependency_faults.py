@@ -18,8 +18,9 @@ import pytest
 
 from scripts.toolkit.cli import PROJECT_ROOT
 from scripts.toolkit.processes import free_port
+from scripts.toolkit.stack import MODES
 from tests.fakes import FakeProvider
-from tests.lab.reliability.reliability_testing import MODES, assert_idle, marked_ticket, post_all, rows_of
+from tests.lab.reliability.reliability_testing import assert_idle, marked_ticket, post_all, rows_of
 from tests.servers import serve
 from ticket_api.config import load_settings
 from ticket_api.connecting import CONNECT_TIMEOUT_S

@@ -5,8 +5,9 @@ import uuid
 import pytest
 from fastapi.testclient import TestClient
 
+from scripts.toolkit.stack import MODES
 from tests.fakes import FakeProvider
-from tests.lab.reliability.reliability_testing import MODES, marked_ticket, post_all, rows_of
+from tests.lab.reliability.reliability_testing import marked_ticket, post_all, rows_of
 from tests.servers import serve
 from ticket_api.main import create_app
 

@@ -14,8 +14,8 @@ import pytest
 from scripts.toolkit import dataset
 from scripts.toolkit.audit import Journey, check_rows, make_tickets
 from scripts.toolkit.databases import create_lab_database, drop_database
+from scripts.toolkit.stack import MODES
 from tests.lab.reliability.reliability_testing import (
-    MODES,
     assert_idle,
     assert_rows_match_answer,
     marked_ticket,

@@ -13,12 +13,13 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
+from scripts.toolkit.stack import MODES
 from simulator.app import build_app
 from simulator.replay import load_recording
 from simulator.settings import BUNDLED_RECORDING
 from simulator.settings import Settings as SimulatorSettings
 from tests.fakes import FakeProvider
-from tests.lab.reliability.reliability_testing import MODES, assert_idle, marked_ticket
+from tests.lab.reliability.reliability_testing import assert_idle, marked_ticket
 from tests.servers import serve
 from ticket_api.config import load_settings
 from ticket_api.main import create_app
