@@ -63,7 +63,7 @@ passed           burst-async: 32 tickets at once in async mode: all 32 wait on t
                  measured status codes [201]; DB connections in use, median 0; provider calls in
                    flight (peak) 32
 
-12 checks: 12 passed (60 s)
+12 checks: 12 passed (61 s)
 ```
 
 Every check, its options and a failure explained: [the root README](../README.md#check-your-project).
