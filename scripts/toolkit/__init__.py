@@ -34,7 +34,7 @@ The lab's own tools add modules that no student's project holds:
 - reference: the sleeping provider, yardstick of scripts.simulator_bench
 - project: which files are a student's (scripts.snapshots)
 - lessons and snapshots_readme: lessons.toml (its lessons, their figures' shape, a lesson command run), and
-  snapshots/README.md written from it (each lesson's copy lines)
+  snapshots/README.md written from it (each lesson's copy lines; its end, scripts.check's, in snapshots_check.md)
 - suites: a project's own test suite, run as a student runs it: its count and its failures
 - checks, lesson_checks and check_report: scripts.check's checks run in order with their dependencies, a lesson's
   checks from lessons.toml, the report in plain words or JSON (the hints in check_hints.toml)

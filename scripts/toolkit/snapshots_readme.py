@@ -1,73 +1,13 @@
 """snapshots/README.md, written from lessons.toml so the two never disagree: each snapshot, each lesson's copy step
 (`copy_commands`, which scripts.check shows a student too) and commands, and when to run scripts.check."""
 
+from pathlib import Path
+
 from scripts.toolkit.lessons import Lesson
 
 LABS = "../nextia-learning-labs/C21/snapshots"  # where the course tells students to keep this repository
 # The end of snapshots/README.md: when to run scripts.check, and two of its real outputs (run on the lab's machine).
-CHECK_SECTION = """
-## Check your project
-
-After a lesson's copy step, and whenever something looks wrong, run the lab's checker in your
-project's folder, with its virtual environment active:
-
-```sh
-python ../nextia-learning-labs/C21/scripts/check.py
-```
-
-(Windows: `python ..\\nextia-learning-labs\\C21\\scripts\\check.py`.) It holds your project to the
-promises above: the copy step, the count of `python -m pytest`, then each command's result against
-your own API, in each `INTAKE_MODE`. Run on `end-of-m01`, before the copy step, it begins:
-
-```
-/home/student/larkfield, checked against "I/O versus CPU work" (m02-io-versus-cpu):
-
-FAILED           copy: the lesson's 9 files are copied
-                 expected the 9 files copied from end-of-m02
-                 measured 2 missing (tests/test_concurrency.py, scripts/stall.py); 7 still as at
-                   end-of-m01 (ticket_api/config.py, ticket_api/intake.py, ticket_api/main.py,
-                   ticket_api/provider.py, ticket_api/repository.py, tests/fakes.py, README.md)
-                 hint: Copy ticket_api/config.py, ticket_api/intake.py, ticket_api/main.py,
-                   ticket_api/provider.py, ticket_api/repository.py, tests/fakes.py,
-                   tests/test_concurrency.py, scripts/stall.py, README.md from the snapshot
-                   end-of-m02, in your project's folder:
-                       macOS / Linux:
-                       S=../nextia-learning-labs/C21/snapshots/end-of-m02
-                       for f in ticket_api/config.py ticket_api/intake.py ticket_api/main.py ticket_api/provider.py ticket_api/repository.py tests/fakes.py tests/test_concurrency.py scripts/stall.py README.md; do cp "$S/$f" "$f"; done
-                       Windows (PowerShell):
-                       $S = "..\\nextia-learning-labs\\C21\\snapshots\\end-of-m02"
-                       foreach ($f in 'ticket_api\\config.py', 'ticket_api\\intake.py', 'ticket_api\\main.py', 'ticket_api\\provider.py', 'ticket_api\\repository.py', 'tests\\fakes.py', 'tests\\test_concurrency.py', 'scripts\\stall.py', 'README.md') { Copy-Item "$S\\$f" $f }
-                       (the lesson, "Guided practice: make the server stall, then fix it (step 1)")
-                 rerun it alone: python ../nextia-learning-labs/C21/scripts/check.py --only copy
-FAILED           tests: python -m pytest prints 137 passed
-                 expected 137 passed
-                 measured 128 passed in 8.27s
-                 missing: tests/test_concurrency.py (9 tests)
-                 hint: Tests of the lesson are missing from your project
-                   (tests/test_concurrency.py): they come with the copy step. Copy them from the
-                   snapshot, then run python -m pytest again.
-                       (the lesson, "Guided practice: make the server stall, then fix it (step 2)")
-                 rerun it alone: python ../nextia-learning-labs/C21/scripts/check.py --only tests
-...
-10 checks: 2 failed, 8 could not check (16 s)
-```
-
-and once the files are copied, on `end-of-m02`, it ends with:
-
-```
-...
-passed           burst-thread: 32 tickets at once in thread mode: the pool's 10 connections, held,
-                   let 10 reach the provider
-                 measured DB connections in use, median 10; provider calls in flight (peak) 10
-passed           burst-async: 32 tickets at once in async mode: all 32 wait on the provider together
-                 measured status codes [201]; DB connections in use, median 0; provider calls in
-                   flight (peak) 32
-
-12 checks: 12 passed (61 s)
-```
-
-Every check, its options and a failure explained: [the root README](../README.md#check-your-project).
-"""
+CHECK_SECTION = Path(__file__).with_name("snapshots_check.md")
 
 
 def copy_commands(source: str, files: list[str]) -> tuple[str, str]:
@@ -129,7 +69,7 @@ def render_readme(snapshots: dict, lessons: list[Lesson]) -> str:
             for command in lesson.commands:
                 env = "".join(f"{k}={v} " for k, v in command.get("api_env", {}).items())
                 lines.append(f"| {command['name']} | `{env}fastapi dev` | `{command['run']}` | {command['shows']} |")
-    return "\n".join(lines) + "\n" + CHECK_SECTION
+    return "\n".join(lines) + "\n\n" + CHECK_SECTION.read_text()
 
 
 def _title(lessons: list[Lesson], lesson_id: str) -> str:
