@@ -11,27 +11,24 @@ check  (a) the latest snapshot equals the root, the earlier one differs only whe
 
 import argparse
 import filecmp
-import json
-import os
 import re
 import shutil
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 from scripts.toolkit import lab
 from scripts.toolkit.cli import PROJECT_ROOT, CommandError, progress, run
 from scripts.toolkit.databases import init
-from scripts.toolkit.lessons import load_lessons, render_readme, shape_problems
+from scripts.toolkit.lessons import command_speed, load_lessons, run_command, shape_problems
 from scripts.toolkit.project import OWN_README, all_files, student_files, unused_files
 from scripts.toolkit.settings_table import load_settings_class, with_settings_table
+from scripts.toolkit.snapshots_readme import render_readme
+from scripts.toolkit.suites import run_suite
 from ticket_api.config import load_settings
 from ticket_api.database import resolve_dsn
 
 ROOT = PROJECT_ROOT
 SNAPSHOTS = ROOT / "snapshots"
-SUITE_TIMEOUT_S = 900
 
 
 def sync() -> list[str]:
@@ -123,21 +120,6 @@ def copy_tree(snapshot: Path, into: Path) -> Path:
     return into
 
 
-def run_suite(project: Path, database_url: str) -> str:
-    """Run `python -m pytest` inside a project; returns pytest's summary line."""
-    env = {**os.environ, "DATABASE_URL": database_url}
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q"],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=SUITE_TIMEOUT_S,
-    )
-    lines = [line.strip("= ") for line in result.stdout.splitlines() if line.strip()]
-    return lines[-1] if lines else f"no output (exit {result.returncode}): {result.stderr.strip()[-300:]}"
-
-
 def suite_problem(label: str, summary: str, expected: int) -> str | None:
     """None when the summary is exactly `N passed`, else what is wrong."""
     if re.fullmatch(rf"{expected} passed in [\d.]+s( \([\d:]+\))?", summary):
@@ -153,7 +135,7 @@ def check_suites_and_lessons(workdir: Path, speed: float) -> list[str]:
     problems = []
     for name, snapshot in snapshots.items():
         progress(f"(b) {name}: running its suite")
-        summary = run_suite(copy_tree(SNAPSHOTS / name, workdir / name), database_url)
+        summary = run_suite(copy_tree(SNAPSHOTS / name, workdir / name), {"DATABASE_URL": database_url}).summary
         problems.append(suite_problem(name, summary, snapshot["tests"]))
     states = {name: workdir / name for name in snapshots}
     for lesson in lessons:
@@ -170,7 +152,7 @@ def check_suites_and_lessons(workdir: Path, speed: float) -> list[str]:
             label=f"{lesson.id} replayed vs {lesson.source}",
         )
         problems += unexpected
-        summary = run_suite(project, database_url)
+        summary = run_suite(project, {"DATABASE_URL": database_url}).summary
         problems.append(suite_problem(f"{lesson.id} replayed", summary, lesson.tests))
         for command in lesson.commands:
             progress(f"(d) {lesson.id}: {command['name']}")
@@ -183,20 +165,14 @@ def check_command(project: Path, command: dict, speed: float, database_url: str)
 
     A command's own `speed` in lessons.toml wins over the check's.
     """
-    speed = command.get("speed", speed)
+    speed = command_speed(command, speed)
     env = {**command.get("api_env", {}), "DATABASE_URL": database_url}
     try:
         with lab.simulator(speed=speed, quota=0, cwd=project) as simulator:
             with lab.api(f"{simulator.url}/v1", env=env, cwd=project) as api:
-                argv = [sys.executable, *command["run"].removeprefix("python").split(), "--url", api.url, "--json"]
-                for flag, value in command.get("scaled_args", {}).items():
-                    argv += [flag, f"{value * speed:g}"]
-                result = subprocess.run(argv, cwd=project, capture_output=True, text=True, timeout=600)
+                figures = run_command(command, api.url, speed, cwd=project)
     except CommandError as exc:
         return [f"{command['name']}: {exc}"]
-    if result.returncode not in (0, 1):  # 1 = some tickets failed: the figures still say what happened
-        return [f"{command['name']}: `{command['run']}` exited {result.returncode}: {result.stderr.strip()[-300:]}"]
-    figures = json.loads(result.stdout)
     return [f"{command['name']}: {problem}" for problem in shape_problems(figures, command["expect"], speed)]
 
 

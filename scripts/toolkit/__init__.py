@@ -32,6 +32,14 @@ The lab's own tools add modules that no student's project holds:
 - course: the course's figures (course.toml)
 - audit, faults: the soak's check of PostgreSQL and its load with faults
 - reference: the sleeping provider, yardstick of scripts.simulator_bench
-- project, lessons: which files are a student's, and lessons.toml (scripts.snapshots)
+- project: which files are a student's (scripts.snapshots)
+- lessons and snapshots_readme: lessons.toml (its lessons, their figures' shape, a lesson command run), and
+  snapshots/README.md written from it (each lesson's copy lines; its end, scripts.check's, in snapshots_check.md)
+- suites: a project's own test suite, run as a student runs it: its count and its failures
+- checks, lesson_checks and check_report: scripts.check's checks run in order with their dependencies, a lesson's
+  checks from lessons.toml, the report in plain words or JSON (the hints in check_hints.toml)
+- student_project, check_context and check_stack: a student's project (its lesson files, settings, PostgreSQL), what
+  one check run shares, the student's API and the lab's simulator with what PostgreSQL and the simulator see
+- held_loop: where a project's API held its event loop, from a sampler in the API's own process
 - quantiles: the one quantile function
 """

@@ -1,15 +1,20 @@
-"""The course's lessons as snapshots/lessons.toml states them: each lesson, the shape its commands' figures must have,
-and snapshots/README.md written from it so the two never disagree."""
+"""The course's lessons as snapshots/lessons.toml states them: each lesson, the shape its commands' figures must
+have, and a lesson command run. `python -m scripts.snapshots` holds the snapshots to them, `python -m scripts.check`
+a student's project; snapshots_readme writes snapshots/README.md from them."""
 
+import json
 import operator
+import subprocess
+import sys
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
-from scripts.toolkit.cli import PROJECT_ROOT
+from scripts.toolkit.cli import PROJECT_ROOT, CommandError
 
 LESSONS = PROJECT_ROOT / "snapshots" / "lessons.toml"
-LABS = "../nextia-learning-labs/C21/snapshots"  # where the course tells students to keep this repository
-COMPARISONS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+COMPARISONS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "=": operator.eq}
+COMMAND_TIMEOUT_S = 180  # the longest lesson command (a blocking stall at speed 1) takes about 20 s
 
 
 @dataclass
@@ -24,94 +29,94 @@ class Lesson:
     tests: int
     differs_from_source: list[str]
     commands: list[dict]
+    checks: list[dict] = field(default_factory=list)  # what scripts.check adds to the commands' own figures
+
+    def command(self, name: str) -> dict:
+        """The command of this lesson named `name`."""
+        return next(command for command in self.commands if command["name"] == name)
 
 
 def load_lessons() -> tuple[dict, list[Lesson]]:
     """The snapshots and lessons of lessons.toml."""
     data = tomllib.loads(LESSONS.read_text())
-    lessons = [Lesson(commands=entry.pop("commands", []), **entry) for entry in data["lessons"]]
+    lessons = [
+        Lesson(commands=entry.pop("commands", []), checks=entry.pop("checks", []), **entry) for entry in data["lessons"]
+    ]
     return data["snapshots"], lessons
 
 
+def lesson_chain(lessons: list[Lesson], lesson_id: str) -> list[Lesson]:
+    """The lessons that lead to `lesson_id`, following each one's `before`, the first one first."""
+    by_id = {lesson.id: lesson for lesson in lessons}
+    chain = [by_id[lesson_id]]
+    while chain[0].before in by_id:
+        chain.insert(0, by_id[chain[0].before])
+    return chain
+
+
+@dataclass
+class Expectation:
+    """One entry of an `expect` table, its bounds multiplied by the speed where it says "scaled"."""
+
+    key: str
+    comparison: str  # "<", "<=", ">", ">=", "=", "to" (a range, both ends included) or "equals" (a list)
+    bounds: tuple
+
+    def holds(self, actual: object) -> bool:
+        """Whether a measured figure has the expected shape (a missing figure never has)."""
+        if self.comparison == "equals":
+            return actual == list(self.bounds)
+        if not isinstance(actual, int | float):
+            return False
+        if self.comparison == "to":
+            return self.bounds[0] <= actual <= self.bounds[1]
+        return COMPARISONS[self.comparison](actual, self.bounds[0])
+
+    def shown(self) -> str:
+        """`< 20`, `15 to 22`, `[201]`: as lessons.toml words it, scaled."""
+        if self.comparison == "equals":
+            return str(list(self.bounds))
+        if self.comparison == "to":
+            return f"{self.bounds[0]:g} to {self.bounds[1]:g}"
+        return f"{self.comparison} {self.bounds[0]:g}"
+
+
+def expectation(key: str, wanted: object, speed: float) -> Expectation:
+    """Parse one `expect` entry: a list must be equal; "< x" ... "= x" are bounds and "a to b" a range."""
+    if isinstance(wanted, list):
+        return Expectation(key, "equals", tuple(wanted))
+    words = str(wanted).split()
+    scale = speed if words[-1] == "scaled" else 1
+    words = words[:-1] if words[-1] == "scaled" else words
+    if len(words) == 3 and words[1] == "to":
+        return Expectation(key, "to", (float(words[0]) * scale, float(words[2]) * scale))
+    comparison, bound = words
+    return Expectation(key, comparison, (float(bound) * scale,))
+
+
 def shape_problems(figures: dict, expect: dict, speed: float) -> list[str]:
-    """Compare figures with an `expect` table: equal lists, "< x" / "<= x" / "> x" / ">= x" bounds and
-    "a to b" ranges (both ends included); bounds marked "scaled" are multiplied by the speed."""
-    problems = []
-    for key, wanted in expect.items():
-        actual = figures.get(key)
-        if isinstance(wanted, list):
-            if actual != wanted:
-                problems.append(f"{key} is {actual}, expected {wanted}")
-            continue
-        words = wanted.split()
-        scale = speed if words[-1] == "scaled" else 1
-        words = words[:-1] if words[-1] == "scaled" else words
-        if len(words) == 3 and words[1] == "to":
-            low, high = float(words[0]) * scale, float(words[2]) * scale
-            holds, shown = actual is not None and low <= actual <= high, f"{low:g} to {high:g}"
-        else:
-            comparison, bound = words
-            limit = float(bound) * scale
-            holds, shown = actual is not None and COMPARISONS[comparison](actual, limit), f"{comparison} {limit:g}"
-        if not holds:
-            problems.append(f"{key} is {actual}, expected {shown}")
-    return problems
+    """Compare figures with an `expect` table; bounds marked "scaled" are multiplied by the speed."""
+    wanted = [expectation(key, value, speed) for key, value in expect.items()]
+    return [f"{e.key} is {figures.get(e.key)}, expected {e.shown()}" for e in wanted if not e.holds(figures.get(e.key))]
 
 
-def render_readme(snapshots: dict, lessons: list) -> str:
-    """The README of the snapshots folder: each snapshot, then each lesson's copy step and expected output."""
-    lines = [
-        "# Lesson snapshots",
-        "",
-        "Each folder is a complete student project at the end of a module. A lesson copies a few files",
-        "from a snapshot into your own project; afterwards `python -m pytest` prints the count below.",
-        "Everything here is checked on every change (`python -m scripts.snapshots check`), and this file",
-        "is written from `lessons.toml` (`python -m scripts.snapshots sync`).",
-        "",
-        "| Snapshot | What it is | `python -m pytest` |",
-        "| --- | --- | --- |",
-    ]
-    lines += [f"| `{name}` | {s['title']} | `{s['tests']} passed` |" for name, s in snapshots.items()]
-    for lesson in lessons:
-        before = (
-            f"`{lesson.before}`" if lesson.before in snapshots else f'the end of "{_title(lessons, lesson.before)}"'
-        )
-        files = " ".join(lesson.copy)
-        ps_files = ", ".join("'" + f.replace("/", "\\") + "'" for f in lesson.copy)
-        lines += [
-            "",
-            f"## {lesson.title}",
-            "",
-            f"Start from {before}. Copy from `{lesson.source}`:",
-            "",
-            "macOS / Linux",
-            "",
-            "```sh",
-            f"S={LABS}/{lesson.source}",
-            f'for f in {files}; do cp "$S/$f" "$f"; done',
-            "```",
-            "",
-            "Windows (PowerShell)",
-            "",
-            "```powershell",
-            f'$S = "{LABS.replace("/", chr(92))}\\{lesson.source}"',
-            f'foreach ($f in {ps_files}) {{ Copy-Item "$S\\$f" $f }}',
-            "```",
-            "",
-            f"Then `python -m pytest` prints `{lesson.tests} passed`.",
-        ]
-        if lesson.differs_from_source:
-            lines.append(
-                f"Your project then equals `{lesson.source}` except {', '.join(lesson.differs_from_source)}, "
-                "which a later lesson adds."
-            )
-        if lesson.commands:
-            lines += ["", "| Step | API started with | Command | Expect |", "| --- | --- | --- | --- |"]
-            for command in lesson.commands:
-                env = "".join(f"{k}={v} " for k, v in command.get("api_env", {}).items())
-                lines.append(f"| {command['name']} | `{env}fastapi dev` | `{command['run']}` | {command['shows']} |")
-    return "\n".join(lines) + "\n"
+def command_speed(command: dict, speed: float) -> float:
+    """The simulator's speed for a lesson command: its own `speed` in lessons.toml wins over the caller's."""
+    return command.get("speed", speed)
 
 
-def _title(lessons: list, lesson_id: str) -> str:
-    return next(lesson.title for lesson in lessons if lesson.id == lesson_id)
+def run_command(command: dict, url: str, speed: float, cwd: Path, timeout_s: float = COMMAND_TIMEOUT_S) -> dict:
+    """Run a lesson command (`python -m ...`) from `cwd` against the API at `url`; its --json figures.
+
+    Each of its `scaled_args` is passed multiplied by the speed. CommandError if it cannot run.
+    """
+    argv = [sys.executable, *command["run"].removeprefix("python").split(), "--url", url, "--json"]
+    for flag, value in command.get("scaled_args", {}).items():
+        argv += [flag, f"{value * speed:g}"]
+    try:
+        result = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise CommandError(f"`{command['run']}` did not finish within {timeout_s:g} s") from None
+    if result.returncode not in (0, 1):  # 1 = some tickets failed: the figures still say what happened
+        raise CommandError(f"`{command['run']}` exited {result.returncode}: {result.stderr.strip()[-300:]}")
+    return json.loads(result.stdout)

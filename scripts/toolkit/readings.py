@@ -1,5 +1,6 @@
 """What the API's /metrics says between two readings: the event loop's lag, tickets per second by outcome, DB
-connections lent per second; and the lines its watchdog logged (toolkit.watcher's rows, scripts.client_cpu's table)."""
+connections lent per second; the lines its watchdog logged (toolkit.watcher's rows, scripts.client_cpu's table);
+and the simulator's GET /admin/stats (the watcher's, scripts.check's)."""
 
 import re
 import time
@@ -109,3 +110,9 @@ def per_s(count: float, earlier: float, seconds: float) -> float:
     """A counter's growth per second between two readings; after a reset (the API restarted) it counts from 0."""
     grown = count - earlier if count >= earlier else count
     return round(grown / seconds, 2) if seconds > 0 else 0.0
+
+
+def read_simulator_stats(response: httpx.Response) -> dict[str, Any]:
+    """The simulator's GET /admin/stats; KeyError or ValueError if it is not the simulator's answer."""
+    stats = response.json()
+    return {key: stats[key] for key in ("in_flight", "quota_limit", "quota_remaining")}

@@ -22,7 +22,16 @@ import httpx
 
 from scripts.toolkit.health import HealthProbes, probe_health
 from scripts.toolkit.held import recording
-from scripts.toolkit.readings import GAUGES, INTERVAL_KEYS, RATE_OVER_S, Row, Scrape, interval_figures, read_scrape
+from scripts.toolkit.readings import (
+    GAUGES,
+    INTERVAL_KEYS,
+    RATE_OVER_S,
+    Row,
+    Scrape,
+    interval_figures,
+    read_scrape,
+    read_simulator_stats,
+)
 
 TICK_S = 0.2  # the page's; scripts.compare and scripts.capacity record every RECORD_TICK_S
 RECORD_TICK_S = 0.5  # at the simulator's speed 1; shorter at a faster simulator (record_tick_s), 0.1 s at least
@@ -76,12 +85,6 @@ class Probe:
             finally:
                 self.sent_at = None
             await asyncio.sleep(max(0.0, sent + self.every_s - time.monotonic()))
-
-
-def read_simulator_stats(response: httpx.Response) -> dict[str, Any]:
-    """The simulator's GET /admin/stats; KeyError or ValueError if it is not the simulator's answer."""
-    stats = response.json()
-    return {key: stats[key] for key in ("in_flight", "quota_limit", "quota_remaining")}
 
 
 @dataclass

@@ -53,16 +53,17 @@ def api(
     limit_concurrency: int = LIMIT_CONCURRENCY,
     keep_alive_s: float = KEEP_ALIVE_S,
     app: str = API_APP,
+    script: Path | None = None,
 ) -> Service:
     """The ticket API (or `app`, reading the same settings) under uvicorn on a free port; `env` sets its settings
     (INTAKE_MODE=..., ...).
 
     `loop` is asyncio's own event loop, as the course measured, or "uvloop"; named, never left to
-    uvicorn's "auto", which takes uvloop whenever it is installed.
+    uvicorn's "auto", which takes uvloop whenever it is installed. `script`: see uvicorn_command.
     """
     port = port or free_port()
     bounds = ["--limit-concurrency", str(limit_concurrency), "--timeout-keep-alive", f"{keep_alive_s:g}"]
-    argv = uvicorn_command(app, port, workers, loop, *bounds)
+    argv = uvicorn_command(app, port, workers, loop, *bounds, script=script)
     short = raise_open_files_limit(FILES_PER_CONNECTION * limit_concurrency + FILES_RESERVE)
     if short:
         progress(f"warning: {short}: the API may refuse connections before --limit-concurrency {limit_concurrency}")
@@ -70,12 +71,17 @@ def api(
     return Service("api", argv, port, env=settings, log_dir=log_dir, cwd=cwd)
 
 
-def uvicorn_command(app: str, port: int, workers: int = 1, loop: str = "asyncio", *options: str) -> list[str]:
+def uvicorn_command(
+    app: str, port: int, workers: int = 1, loop: str = "asyncio", *options: str, script: Path | None = None
+) -> list[str]:
     """`python -m uvicorn APP` on 127.0.0.1:`port`, the loop named, without access log, 30 s to finish at a stop.
 
     asyncio's own loop unless told: uvicorn's default ("auto") takes uvloop whenever it is installed.
+    `script`, in place of `-m uvicorn`: a file that runs uvicorn's own command line with one more thing in its
+    process (scripts.check's toolkit/held_loop.py).
     """
-    argv = [sys.executable, "-m", "uvicorn", app, "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)]
+    runner = [str(script)] if script else ["-m", "uvicorn"]
+    argv = [sys.executable, *runner, app, "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)]
     return [*argv, "--loop", loop, "--timeout-graceful-shutdown", "30", "--no-access-log", *options]
 
 

@@ -1,0 +1,73 @@
+"""A project's own test suite, run as a student runs it (`python -m pytest` in its folder): its count and failures.
+
+`python -m scripts.snapshots` runs each snapshot's suite, `python -m scripts.check` a student's.
+"""
+
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SUITE_TIMEOUT_S = 900
+COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?)")
+# pytest's short summary (-rfE): "FAILED tests/test_x.py::test_y - AssertionError: ...", "ERROR tests/test_z.py - ..."
+SHORT_SUMMARY = re.compile(r"^(FAILED|ERROR) (\S+)(?: - (.*))?$")
+# Nothing of the run is written into the project: no bytecode, no pytest cache.
+NO_TRACES = {"PYTHONDONTWRITEBYTECODE": "1"}
+
+
+@dataclass
+class SuiteRun:
+    """What `python -m pytest` said: its last line, the counts in it, and one line per failing test."""
+
+    summary: str
+    counts: dict[str, int] = field(default_factory=dict)
+    failures: list[str] = field(default_factory=list)  # "tests/test_x.py::test_y - the first line of the failure"
+
+    def passed_exactly(self, expected: int) -> bool:
+        """True when pytest printed exactly `N passed` and nothing else (no failure, skip or warning)."""
+        return self.counts == {"passed": expected}
+
+
+def run_suite(project: Path, env: dict[str, str] | None = None, timeout_s: float = SUITE_TIMEOUT_S) -> SuiteRun:
+    """Run `python -m pytest` in the project's folder, with `env` on top of this process's environment."""
+    try:
+        result = _pytest(project, ["-q", "-rfE", "-p", "no:cacheprovider"], env, timeout_s)
+    except subprocess.TimeoutExpired:
+        return SuiteRun(f"did not finish within {timeout_s:g} s")
+    lines = [line.strip("= ") for line in result.stdout.splitlines() if line.strip()]
+    if not lines:
+        return SuiteRun(f"no output (exit {result.returncode}): {result.stderr.strip()[-300:]}")
+    summary = lines[-1]
+    counts = {_singular(word): int(number) for number, word in COUNT.findall(summary)}
+    failures = []
+    for line in lines:
+        match = SHORT_SUMMARY.match(line)
+        if match:
+            failures.append(f"{match[2]} - {match[3]}" if match[3] else match[2])
+    return SuiteRun(summary, counts, failures)
+
+
+def collected_tests(project: Path, env: dict[str, str] | None = None, timeout_s: float = 120) -> list[str]:
+    """The ids of the tests pytest collects in the project's folder (`tests/test_x.py::test_y[param]`)."""
+    result = _pytest(project, ["-q", "--collect-only", "-p", "no:cacheprovider"], env, timeout_s)
+    return [line.strip() for line in result.stdout.splitlines() if "::" in line and not line.startswith(" ")]
+
+
+def _pytest(
+    project: Path, args: list[str], env: dict[str, str] | None, timeout_s: float
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", *args],
+        cwd=project,
+        env={**os.environ, **NO_TRACES, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+    )
+
+
+def _singular(word: str) -> str:
+    return {"errors": "error", "warnings": "warning"}.get(word, word)

@@ -1,0 +1,216 @@
+"""The parts of `python -m scripts.check`, each on its own and in seconds: how checks run and depend on each other,
+why an API did not start, the sampler that finds where the event loop was held, and the checks' data."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from scripts.toolkit import held_loop
+from scripts.toolkit.check_report import as_text, exit_code, hints
+from scripts.toolkit.check_stack import startup_failure
+from scripts.toolkit.checks import (
+    ERROR,
+    FAILED,
+    PASSED,
+    SKIPPED,
+    Check,
+    Result,
+    failed,
+    passed,
+    run_checks,
+    with_dependencies,
+)
+from scripts.toolkit.cli import PROJECT_ROOT, Clock
+from scripts.toolkit.lessons import expectation, load_lessons
+
+_, LESSONS = load_lessons()
+
+
+def run(checks: list[Check]) -> dict[str, Result]:
+    return {result.name: result for result in run_checks(checks, lambda name: f"rerun {name}", Clock())}
+
+
+def test_a_check_after_a_failed_one_could_not_check_and_names_the_first_failure():
+    results = run(
+        [
+            Check("copy", "files", lambda _: failed("9 files", "7 files", "copy-step")),
+            Check("api", "starts", lambda _: passed(), ("copy",)),
+            Check("stall", "stalls", lambda _: passed(), ("api",)),
+        ]
+    )
+    assert [r.status for r in results.values()] == [FAILED, SKIPPED, SKIPPED]
+    assert results["stall"].reason == "could not check, because copy failed"
+    assert results["copy"].rerun == "rerun copy" and results["api"].rerun is None
+    assert exit_code(list(results.values())) == 1
+
+
+def test_a_timing_check_runs_twice_before_it_fails_and_a_second_pass_is_a_pass():
+    attempts: list[int] = []
+
+    def flaky(attempt: int) -> Result:
+        attempts.append(attempt)
+        return passed() if attempt == 2 else failed("< 20 ms", "31 ms", "loop-held")
+
+    results = run(
+        [
+            Check("always", "fails", lambda _: failed("< 20 ms", "8.7 s", "loop-held"), timing=True),
+            Check("once", "fails once", flaky, timing=True),
+            Check("setting", "fails once, not timed", lambda _: failed("async", "blocking", "setting-in-env-file")),
+        ]
+    )
+    assert (results["always"].status, results["always"].runs) == (FAILED, 2)
+    assert (results["once"].status, attempts) == (PASSED, [1, 2])
+    assert results["once"].info == ["it failed once, and passed when run again"]
+    assert results["setting"].runs == 1
+    tickets_failed = failed("status codes [201]", "status codes [201, 503]", "tickets-failed")
+    tickets_failed.may_be_noise = False
+    attempts.clear()
+    results = run(
+        [Check("statuses", "201 each", lambda attempt: attempts.append(attempt) or tickets_failed, timing=True)]
+    )
+    assert (results["statuses"].runs, attempts) == (1, [1])  # a ticket that failed is no timing noise: run once
+
+
+def test_a_problem_of_the_checker_could_not_run_and_is_not_counted_against_the_student():
+    def broken(attempt: int) -> Result:
+        raise KeyError("figures")
+
+    results = run([Check("a", "passes", lambda _: passed()), Check("b", "breaks", broken)])
+    assert results["b"].status == ERROR
+    assert results["b"].reason == "could not run: the checker failed (KeyError: 'figures')"
+    assert exit_code(list(results.values())) == 2
+    assert exit_code([results["a"]]) == 0
+
+
+def test_the_text_says_expected_and_measured_the_hint_with_its_section_and_the_command_to_rerun():
+    stall = failed("/health median < 20 ms", "/health median 412 ms", "loop-held", "held by `time.sleep(0.5)`")
+    stall.name, stall.description, stall.runs = "async-stall", "async mode keeps /health fast", 2
+    stall.rerun = "python ../nextia-learning-labs/C21/scripts/check.py --lesson m02-io-versus-cpu --only async-stall"
+    skipped = Result("request-log", "the request log shows queries=7", SKIPPED, because="api")
+    header = {"project": "/home/amira/larkfield", "lesson": "m02-io-versus-cpu", "lesson_title": "I/O", "seconds": 19}
+    lines = as_text([stall, skipped], header).splitlines()
+    assert lines[2] == "FAILED           async-stall: async mode keeps /health fast"
+    assert "measured /health median 412 ms (failed twice)" in lines[4]
+    assert lines[6].strip().startswith("hint: A call that waits, with no await")
+    assert any('"Common mistake: One normal call in an async def stalls every' in line for line in lines)
+    assert f"                 rerun it alone: {stall.rerun}" in lines  # a command to copy, in one piece
+    assert lines[-3:] == [
+        "                 because api failed",
+        "",
+        "2 checks: 1 failed, 1 could not check (19 s)",
+    ]
+
+
+def test_only_runs_a_check_and_what_it_depends_on_in_order():
+    checks = [Check(name, name, lambda _: passed(), depends) for name, depends in [("copy", ()), ("tests", ())]]
+    checks += [Check("api", "", lambda _: passed(), ("copy",)), Check("stall", "", lambda _: passed(), ("api",))]
+    assert [check.name for check in with_dependencies(checks, ["stall"])] == ["copy", "api", "stall"]
+
+
+LOGS = {
+    "syntax": (
+        "Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3/importlib/__init__.py", line 126, in import_module\n'
+        '  File "{p}/ticket_api/main.py", line 9, in <module>\n    from ticket_api import intake, reading\n'
+        "  File \"{p}/ticket_api/intake.py\", line 26\n    mode = x)\n          ^\nSyntaxError: unmatched ')'\n",
+        "SyntaxError in ticket_api/intake.py line 26: unmatched ')'",
+    ),
+    "import": (
+        'Traceback (most recent call last):\n  File "{p}/ticket_api/intake.py", line 6, in <module>\n'
+        "    from ticket_api.ai import do_ai_work_async\n"
+        "ImportError: cannot import name 'do_ai_work_async' from 'ticket_api.ai' ({p}/ticket_api/ai.py)\n",
+        "ImportError in ticket_api/intake.py line 6: cannot import name 'do_ai_work_async' from 'ticket_api.ai' "
+        "({p}/ticket_api/ai.py)",
+    ),
+    "setting": (
+        "INFO:     Started server process [1]\nINFO:     Waiting for application startup.\n"
+        "ERROR:    invalid setting INTAKE_MODE='asynch': expected 'thread', 'blocking' or 'async'\n"
+        "ERROR:    Application startup failed. Exiting.\n",
+        "invalid setting INTAKE_MODE='asynch': expected 'thread', 'blocking' or 'async'",
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", LOGS)
+def test_why_an_api_did_not_start_is_one_line_naming_the_file_and_line(kind, tmp_path):
+    log, line = LOGS[kind]
+    assert startup_failure(log.replace("{p}", str(tmp_path)), tmp_path) == line.replace("{p}", str(tmp_path))
+
+
+def test_the_sampler_names_the_coroutine_that_held_the_loop_and_what_waited_under_it(tmp_path):
+    (tmp_path / "app.py").write_text(
+        textwrap.dedent(
+            """\
+            import asyncio, threading, time
+            from pathlib import Path
+            from scripts.toolkit import held_loop
+
+            def wait():
+                time.sleep(0.4)
+
+            async def handler():
+                await asyncio.sleep(0.05)
+                wait()
+                await asyncio.sleep(0.05)
+
+            async def quick():
+                for _ in range(20):
+                    await asyncio.sleep(0.01)
+
+            async def main():
+                await asyncio.gather(handler(), quick())
+
+            threading.Thread(target=held_loop.watch, args=(threading.get_ident(), Path.cwd()), daemon=True).start()
+            asyncio.run(main())
+            time.sleep(0.1)
+            """
+        )
+    )
+    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
+    result = subprocess.run([sys.executable, "app.py"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    [report] = held_loop.read_held(result.stderr)
+    assert (report["file"], report["line"], report["function"], report["code"]) == ("app.py", 10, "handler", "wait()")
+    assert report["waiting_in"] == {"file": "app.py", "line": 6, "function": "wait", "code": "time.sleep(0.4)"}
+    assert 300 <= report["ms"] <= 600 and report["cpu"] < 0.5  # waiting, not computing
+
+
+def test_a_report_is_read_back_even_from_a_line_another_thread_wrote_into():
+    report = {"ms": 412, "cpu": 0.02, "file": "ticket_api/ai.py", "line": 82, "function": "f", "code": "x()"}
+    text = f"INFO: started\nINFO ticket_api: GET /h{held_loop.MARK}{json.dumps(report)}INFO ticket_api: POST 201\n"
+    assert held_loop.read_held(text) == [report]
+
+
+def test_the_projects_own_code_is_its_folder_without_installed_libraries_or_hidden_folders(tmp_path):
+    assert held_loop.in_project(tmp_path / "ticket_api" / "ai.py", tmp_path)
+    assert not held_loop.in_project(tmp_path / ".venv" / "lib" / "httpx" / "_client.py", tmp_path)
+    assert not held_loop.in_project(tmp_path / "venv" / "lib" / "site-packages" / "httpx.py", tmp_path)
+    assert not held_loop.in_project(Path("/usr/lib/python3.11/asyncio/events.py"), tmp_path)
+    assert not held_loop.in_project(Path("<frozen runpy>"), tmp_path)
+
+
+def test_an_equals_bound_and_the_shapes_of_lessons_toml():
+    assert expectation("connections_held", "= 4", 1).holds(4) and not expectation("x", "= 4", 1).holds(3)
+    assert expectation("total_s", "< 7.5 scaled", 0.5).shown() == "< 3.75"
+
+
+def test_every_check_of_lessons_toml_names_its_command_figures_and_hints_and_every_hint_is_used():
+    known = set(hints())
+    used = set(re.findall(r'"([a-z]+(?:-[a-z]+)+)"', (PROJECT_ROOT / "scripts/toolkit/lesson_checks.py").read_text()))
+    for lesson in LESSONS:
+        commands = {command["name"]: command for lesson in LESSONS for command in lesson.commands}
+        for entry in lesson.checks:
+            assert {"name", "says"} <= set(entry) and ("setting" in entry or entry["command"] in commands), entry
+            bounds = {**commands.get(entry.get("command"), {}).get("expect", {})}
+            bounds |= commands.get(entry.get("command"), {}).get("during", {})
+            assert set(entry.get("figures", {})) <= set(bounds), entry["name"]
+            named = {*entry.get("figures", {}).values(), *([entry["held"]] if "held" in entry else [])}
+            assert named <= known, entry["name"]
+            used |= named
+    assert known - used == set(), "hints no check can give"
+    assert {hint["kind"] for hint in hints().values()} <= {"essential", "actionable", "informative"}
