@@ -9,23 +9,13 @@ connections, provider calls, the loop's lag: toolkit.watcher's recording) to an 
 
 import argparse
 import asyncio
-import csv
 import json
-from pathlib import Path
 
-from scripts.stall import FIGURES, measure_stall, median_pass
-from scripts.toolkit import charts, course
-from scripts.toolkit.cli import (
-    Clock,
-    format_table,
-    output_folder,
-    positive_float,
-    positive_int,
-    progress,
-    readable_ms,
-    run,
-)
-from scripts.toolkit.held import describe_peaks, draw_held
+from scripts.stall import measure_stall
+from scripts.toolkit import charts
+from scripts.toolkit.cli import Clock, output_folder, positive_float, positive_int, progress, run
+from scripts.toolkit.compare_table import render, shown_ms, summarize, write_files
+from scripts.toolkit.held import describe_peaks
 from scripts.toolkit.stack import EXIT_CODES, Stack, add_modes_argument, parse_loops, run_name, running_stack
 from scripts.toolkit.watcher import record_tick_s, watched
 
@@ -76,118 +66,6 @@ async def stall(
         return await work
     result, recording = await watched(work, api_url, simulator_url, record_tick_s(speed))
     return {**result, "held": recording}
-
-
-def summarize(runs: dict) -> list[dict]:
-    """One row per mode and loop: the median of each figure over its passes (each pass's under "each"),
-    next to the course's figures."""
-    rows = []
-    for results in runs.values():
-        median = median_pass(results)
-        row = {
-            "mode": median["mode"],
-            "loop": median["loop"],
-            "passes": len(results),
-            "api_url": median["url"],
-            "simulator_url": median["simulator_url"],
-            "statuses": median["statuses"],
-            **{figure: median[figure] for figure in FIGURES},
-            "each": [{figure: result[figure] for figure in FIGURES} for result in results],
-        }
-        row["course"] = course.stall(row["mode"])
-        rows.append(row)
-    return rows
-
-
-def figures(row: dict) -> list[str]:
-    """A row's four figures as the table shows them."""
-    return [
-        f"{row['total_s']:.1f} s",
-        f"{row['health_answers']:g}",
-        shown_ms(row["health_median_ms"]),
-        shown_ms(row["health_slowest_ms"]),
-    ]
-
-
-def shown_ms(ms: float | None) -> str:
-    """Seconds for a stalled /health, milliseconds for a free one, `-` without answers."""
-    return "-" if ms is None else readable_ms(ms)
-
-
-def render(rows: list[dict], passes: int, speed: float) -> str:
-    """The comparison table, the course's figures on the right; a loop column when several loops ran."""
-    loops = list(dict.fromkeys(row["loop"] for row in rows))
-    several = len(loops) > 1
-    headers = [
-        "INTAKE_MODE",
-        *(["loop"] if several else []),
-        "8 tickets",
-        "/health answers",
-        "median",
-        "slowest",
-        "|",
-        "course: 8 tickets",
-        "answers",
-        "median",
-        "slowest",
-    ]
-    lines = []
-    for row in rows:
-        label = [row["mode"], *([row["loop"]] if several else [])]
-        if row["passes"] > 1:  # each pass, then the median of each figure: the spread behind the median
-            lines += [
-                [f"{label[0]}, pass {n}", *label[1:], *figures(each), *[""] * 5]
-                for n, each in enumerate(row["each"], 1)
-            ]
-            label[0] += ", median"
-        lines.append([*label, *figures(row), "|", *figures(row["course"])])
-    where = "and event loop" if several else {"asyncio": "on asyncio's event loop", "uvloop": "on uvloop"}[loops[0]]
-    title = f"scripts.stall per INTAKE_MODE {where}, median of {passes} pass{'es' if passes > 1 else ''}"
-    title += "; course: median of 5 passes" if speed == 1 else f" at simulator speed {speed:g} (the course ran at 1)"
-    return title + "\n" + format_table(headers, lines)
-
-
-def write_files(folder: Path, rows: list[dict], runs: dict, speed: float, draw: bool) -> list[str]:
-    """compare.json (everything), compare.csv (the table), the chart, one timeline per mode and what it held.
-
-    The timeline and the held chart draw the same pass: the median one by the tickets' total time.
-    """
-    written = [folder / "compare.json", folder / "compare.csv"]
-    written[0].write_text(json.dumps({"speed": speed, "rows": rows, "runs": runs}, indent=2))
-    with open(written[1], "w", newline="") as file:
-        writer = csv.writer(file)
-        writer.writerow(["mode", "loop", "passes", *FIGURES, *(f"course_{figure}" for figure in FIGURES)])
-        for row in rows:
-            writer.writerow(
-                [
-                    row["mode"],
-                    row["loop"],
-                    row["passes"],
-                    *(row[f] for f in FIGURES),
-                    *(row["course"][f] for f in FIGURES),
-                ]
-            )
-    if draw:
-        note = "" if speed == 1 else f" (speed {speed:g})"
-        written.append(folder / "health-medians.svg")
-        charts.draw_health_medians(rows, str(written[-1]), note)
-        for name, results in runs.items():
-            typical = sorted(results, key=lambda result: result["total_s"])[len(results) // 2]
-            written.append(folder / f"timeline-{name}.svg")
-            charts.draw_timeline(
-                typical,
-                str(written[-1]),
-                f"INTAKE_MODE={typical['mode']} on {typical['loop']}: 8 tickets, 4 at a time, and GET /health",
-            )
-            if "held" in typical:
-                written.append(folder / f"held-{name}.svg")
-                draw_held(
-                    typical["held"],
-                    str(written[-1]),
-                    f"INTAKE_MODE={typical['mode']}, scripts.stall (8 tickets, 4 at a time), "
-                    f"pass {typical['pass']} of {len(results)}{note}",
-                )
-    return [str(path) for path in written]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,9 +8,9 @@ import subprocess
 import sys
 import time
 
-from scripts.compare import render, summarize
 from scripts.toolkit import course
 from scripts.toolkit.charts import draw_health_medians
+from scripts.toolkit.compare_table import render, summarize
 from scripts.toolkit.processes import start_process, stop_process
 from tests.lab.tools.commands import HELD_FIELDS, listening, run_module
 

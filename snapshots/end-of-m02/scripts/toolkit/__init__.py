@@ -27,7 +27,7 @@ The lab's own tools add modules that no student's project holds:
 - wrk: wrk, the outside check
 - locust and request_times: Locust runs, and its plugin that records each request (loaded by Locust only)
 - watcher, readings and held: what the server holds, sampled; /metrics between two readings; the peaks, charted
-- capacity_table: capacity's rows and files
+- capacity_table and compare_table: capacity's and compare's rows, tables and files
 - charts: the timeline, compare's and capacity's charts
 - course: the course's figures (course.toml)
 - audit, faults: the soak's check of PostgreSQL and its load with faults
