@@ -24,6 +24,9 @@ from scripts.toolkit.readings import read_simulator_stats
 from scripts.toolkit.suites import NO_TRACES
 
 CHECK_SPEED = 0.5  # the simulator's speed for the commands without a `speed` of their own in lessons.toml
+# A lesson command takes 20 s at most on a correct project (the blocking stall at speed 1); a broken one can take
+# minutes (a burst whose tickets wait on a held event loop for a connection), and is failed at this bound.
+COMMAND_TIMEOUT_S = 45
 SAMPLE_EVERY_S = 0.02
 HELD_AFTER_S = 1.0  # at speed 1: a transaction open longer than a classify call (0.91 s) is held through the AI wait
 API_START_TIMEOUT_S = 60
@@ -92,7 +95,7 @@ class CheckStack:
         with self.api(command.get("api_env", {}), speed) as api:
             logged = len(api.log_path.read_text(errors="replace"))
             with Sampler(self.dsn, self.simulator(speed).url, HELD_AFTER_S * speed) as sampler:
-                figures = run_command(command, api.url, speed, cwd=PROJECT_ROOT)
+                figures = run_command(command, api.url, speed, cwd=PROJECT_ROOT, timeout_s=COMMAND_TIMEOUT_S)
             text = api.log_path.read_text(errors="replace")[logged:]
         held = held_loop.read_held(text)
         figures |= sampler.peaks | {"loop_held_s": round(sum(report["ms"] for report in held) / 1000, 2)}

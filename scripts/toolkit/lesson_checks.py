@@ -6,10 +6,10 @@ import re
 from collections import Counter
 
 from scripts.toolkit.check_context import Context
-from scripts.toolkit.check_stack import CHECK_SPEED, ApiDidNotStart, Run
+from scripts.toolkit.check_stack import CHECK_SPEED, COMMAND_TIMEOUT_S, ApiDidNotStart, Run
 from scripts.toolkit.checks import Check, Result, failed, passed
 from scripts.toolkit.cli import readable_ms
-from scripts.toolkit.lessons import Expectation, command_speed, expectation, lesson_chain
+from scripts.toolkit.lessons import CommandTimedOut, Expectation, command_speed, expectation, lesson_chain
 from scripts.toolkit.snapshots_readme import copy_commands
 from scripts.toolkit.student_project import (
     EDITED,
@@ -137,6 +137,13 @@ def check_command(ctx: Context, entry: dict, attempt: int) -> Result:
     except ApiDidNotStart as exc:
         env = {**command.get("api_env", {}), **entry.get("api_env", {})}
         return failed("the API answers GET /health", f"it stopped ({env}): {exc}", "api-start-failed", line=str(exc))
+    except CommandTimedOut as exc:  # no timing noise: a correct project ends in a fraction of the bound
+        hint_id = entry.get("held") or Counter(entry["figures"].values()).most_common(1)[0][0]
+        result = failed(
+            f"`{command['run']}` ends within {COMMAND_TIMEOUT_S} s", f"{exc}: tickets still waiting", hint_id
+        )
+        result.may_be_noise = False
+        return result
     speed = command_speed(command, CHECK_SPEED)
     bounds = {**command.get("expect", {}), **command.get("during", {})}
     judged = [expectation(key, bounds[key], speed) for key in entry["figures"]]

@@ -100,6 +100,10 @@ def shape_problems(figures: dict, expect: dict, speed: float) -> list[str]:
     return [f"{e.key} is {figures.get(e.key)}, expected {e.shown()}" for e in wanted if not e.holds(figures.get(e.key))]
 
 
+class CommandTimedOut(CommandError):
+    """A lesson command still running at its timeout: the API answered too slowly, or not at all."""
+
+
 def command_speed(command: dict, speed: float) -> float:
     """The simulator's speed for a lesson command: its own `speed` in lessons.toml wins over the caller's."""
     return command.get("speed", speed)
@@ -116,7 +120,7 @@ def run_command(command: dict, url: str, speed: float, cwd: Path, timeout_s: flo
     try:
         result = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        raise CommandError(f"`{command['run']}` did not finish within {timeout_s:g} s") from None
+        raise CommandTimedOut(f"`{command['run']}` did not finish within {timeout_s:g} s") from None
     if result.returncode not in (0, 1):  # 1 = some tickets failed: the figures still say what happened
         raise CommandError(f"`{command['run']}` exited {result.returncode}: {result.stderr.strip()[-300:]}")
     return json.loads(result.stdout)

@@ -1,15 +1,18 @@
 """The parts of `python -m scripts.check`, each on its own and in seconds: how checks run and depend on each other,
 why an API did not start, the sampler that finds where the event loop was held, and the checks' data."""
 
+import asyncio
 import json
 import os
 import re
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
+from fastapi import FastAPI
 
 from scripts.toolkit import held_loop
 from scripts.toolkit.check_report import as_text, exit_code, hints
@@ -27,7 +30,8 @@ from scripts.toolkit.checks import (
     with_dependencies,
 )
 from scripts.toolkit.cli import PROJECT_ROOT, Clock
-from scripts.toolkit.lessons import expectation, load_lessons
+from scripts.toolkit.lessons import CommandTimedOut, expectation, load_lessons, run_command
+from tests.servers import serve
 
 _, LESSONS = load_lessons()
 
@@ -105,6 +109,21 @@ def test_the_text_says_expected_and_measured_the_hint_with_its_section_and_the_c
         "",
         "2 checks: 1 failed, 1 could not check (19 s)",
     ]
+
+
+def test_a_lesson_command_still_running_at_its_bound_is_stopped_and_said_timed_out():
+    app = FastAPI()
+
+    @app.get("/health")
+    async def health() -> dict:
+        await asyncio.sleep(4)  # an API whose answers come too late (and then let the server stop soon)
+        return {}
+
+    with serve(app) as url:
+        started = time.monotonic()
+        with pytest.raises(CommandTimedOut, match="did not finish within 2 s"):
+            run_command({"run": "python -m scripts.stall"}, url, 1.0, PROJECT_ROOT, timeout_s=2)
+        assert time.monotonic() - started < 10
 
 
 def test_only_runs_a_check_and_what_it_depends_on_in_order():
