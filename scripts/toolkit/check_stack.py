@@ -26,7 +26,7 @@ from scripts.toolkit.suites import NO_TRACES
 CHECK_SPEED = 0.5  # the simulator's speed for the commands without a `speed` of their own in lessons.toml
 # A lesson command takes 20 s at most on a correct project (the blocking stall at speed 1); a broken one can take
 # minutes (a burst whose tickets wait on a held event loop for a connection), and is failed at this bound.
-COMMAND_TIMEOUT_S = 45
+COMMAND_TIMEOUT_S = 35
 SAMPLE_EVERY_S = 0.02
 HELD_AFTER_S = 1.0  # at speed 1: a transaction open longer than a classify call (0.91 s) is held through the AI wait
 API_START_TIMEOUT_S = 60
