@@ -18,19 +18,24 @@ Where the CPU binds (256 users and more), how far one process gets depends on th
 machine: the same code has spent 2.2 times the CPU per ticket in a slow hour. So at 256 and 512
 users the bench also runs a reference app (scripts/reference_api.py: a ticket's same I/O through
 the same libraries, and nothing else) in turn with the API (API, reference, reference, API, twice:
-the mean of four windows each), on the same generator and simulator, judges the API against it, and
-times a fixed piece of Python work before and after (the pace), so that two runs can be told
-apart. Where wrk is installed, it drives the 256- and 512-user levels too, as an outside check of
-the bench's own generator.
+the mean of four windows each), on the same generator and simulator, judges the API against it (its
+CPU over the simulator's in the same windows, where the machine's pace cancels out), and times a
+fixed piece of Python work before and after (the pace), so that two runs can be told apart. Where
+wrk is installed, it drives the 256- and 512-user levels too, as an outside check of the bench's
+own generator. `--options` then measures, one at a time against the reference, the public options
+of the stack that a project could take (scripts/reference_api.py's OPTIONS).
 """
 
 import argparse
 import functools
 import json
 import time
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import asdict
+from pathlib import Path
 
+from scripts.reference_api import OPTIONS
 from scripts.toolkit import profile, wrk
 from scripts.toolkit.bench_report import by_generator, machine, report, verdicts
 from scripts.toolkit.cli import Clock, output_folder, parse_levels, positive_int, progress, run
@@ -49,6 +54,7 @@ from scripts.toolkit.levels import (
 from scripts.toolkit.stack import event_loop, running_stack
 
 REFERENCE_APP = "scripts.reference_api:app"
+OPTIONS_USERS = 256
 
 
 def main() -> int:
@@ -82,6 +88,12 @@ def main() -> int:
         type=positive_int,
         default=2,
         help="rounds of API, reference, reference, API at each of those levels (default %(default)s)",
+    )
+    parser.add_argument(
+        "--options",
+        action="store_true",
+        help=f"also measure each public option of scripts/reference_api.py's OPTIONS against the reference as it "
+        f"is, in turn (option, reference, reference, option), at {OPTIONS_USERS} users: about 2.5 minutes each",
     )
     parser.add_argument("--thread-users", type=int, default=128, help="the thread-mode level (0: skip)")
     parser.add_argument(
@@ -121,21 +133,20 @@ def main() -> int:
         progress("wrk is not installed (apt install wrk): the bench runs without its outside check")
         args.wrk_users = []
     levels: list[Level] = []
+    options: dict[str, tuple[Level, Level]] = {}
     env = {"PROVIDER_ASYNC_CLIENT": args.async_client}
     progress(f"bench on {machine()}")
     pace = [pace_ms()]
     with running_stack(1.0, folder / "logs", Clock()) as stack:
         with stack.api("async", env=env, loop=args.loop) as api, ExitStack() as reference_running:
             roles = processes_by_role(api.pid, stack.simulator.pid)
+            reference_app = functools.partial(
+                api_service, f"{stack.simulator.url}/v1", loop=args.loop, app=REFERENCE_APP
+            )  # fmt: skip
             if set(args.reference_users) & set(args.users):
                 reference = reference_running.enter_context(
-                    started(
-                        api_service(
-                            f"{stack.simulator.url}/v1", env={"DATABASE_URL": stack.dsn}, loop=args.loop,
-                            log_dir=folder / "logs" / "reference", app=REFERENCE_APP,
-                        )
-                    )
-                )  # fmt: skip
+                    started(reference_app(env={"DATABASE_URL": stack.dsn}, log_dir=folder / "logs" / "reference"))
+                )
                 reference_roles = processes_by_role(reference.pid, stack.simulator.pid)
             alone = ticket_alone(api.url, args.alone, args.loop)
             for users in args.users:
@@ -143,20 +154,19 @@ def main() -> int:
                 profile_of = (api.pid, folder / "profile.txt") if args.profile and users == args.users[-1] else None
                 level = measure("async", users, seconds, ticket_s, api.url, roles, args.loop, profile_of)
                 if users in args.reference_users:
-                    # In turn: the API, the reference twice, the API again (and again, for each round), so that
-                    # a drift of the machine's pace over the windows weighs on both alike.
                     window = functools.partial(measure, "async", users, seconds, ticket_s, loop=args.loop)
-                    ours: list[Level] = []
-                    theirs: list[Level] = []
-                    for round_number in range(args.reference_rounds):
-                        ours.append(level if round_number == 0 else window(api.url, roles))
-                        theirs += [window(reference.url, reference_roles, app="reference") for _ in range(2)]
-                        ours.append(window(api.url, roles))
-                    levels += [pooled(ours), pooled(theirs)]
+                    levels += in_turn(
+                        functools.partial(window, api.url, roles),
+                        functools.partial(window, reference.url, reference_roles, app="reference"),
+                        args.reference_rounds,
+                        first=level,
+                    )
                 else:
                     levels.append(level)
                 if users in args.wrk_users:
                     levels.append(measure_with_wrk(users, seconds, ticket_s, api.url, args.loop))
+            if args.options:
+                options = measure_options(reference_app, stack, args, folder, ticket_s)
         if args.two_process_users:
             with stack.api("async", workers=2, env=env, loop=args.loop) as api:
                 roles = processes_by_role(api.pid, stack.simulator.pid)
@@ -170,7 +180,7 @@ def main() -> int:
                 seconds = window_s(args.duration, args.thread_users, ticket_s)
                 levels.append(measure("thread", args.thread_users, seconds, ticket_s, api.url, roles, args.loop))
     pace.append(pace_ms())
-    table = report(levels, recorded_ms, alone, args.loop, pace)
+    table = report(levels, recorded_ms, alone, args.loop, pace, options)
     result = {
         "machine": machine(),
         "loop": args.loop,
@@ -178,7 +188,8 @@ def main() -> int:
         "recorded_ms": recorded_ms,
         "ticket_alone_s": alone,
         "pace_ms": pace,
-        "levels": [{**asdict(lv), "tickets_per_s": lv.tickets_per_s, "fraction": lv.fraction} for lv in levels],
+        "levels": [as_json(lv) for lv in levels],
+        "options": {option: [as_json(lv) for lv in pair] for option, pair in options.items()},
         "verdicts": [line.strip() for line in verdicts(*by_generator(levels))],
         "measured_at": time.strftime("%Y-%m-%d %H:%M"),
     }
@@ -191,6 +202,51 @@ def main() -> int:
         )
         print("\n".join(profile.shares(folder / "profile.txt", window_s(args.duration, args.users[-1], ticket_s))))
     return 1 if any(verdict.startswith("FAIL") for verdict in result["verdicts"]) else 0
+
+
+def in_turn(
+    ours: Callable[[], Level], theirs: Callable[[], Level], rounds: int, first: Level | None = None
+) -> list[Level]:
+    """Two apps' windows in turn, (ours, theirs, theirs, ours) each round, each app's pooled: a drift of the
+    machine's pace over the windows weighs on both alike. `first`: our first window, measured already."""
+    mine: list[Level] = []
+    others: list[Level] = []
+    for round_number in range(rounds):
+        mine.append(first if round_number == 0 and first is not None else ours())
+        others += [theirs(), theirs()]
+        mine.append(ours())
+    return [pooled(mine), pooled(others)]
+
+
+def measure_options(reference_app, stack, args, folder: Path, ticket_s: float) -> dict[str, tuple[Level, Level]]:
+    """Each option of the reference app (REFERENCE_OPTION) in turn with the reference as it is, one option at a time."""
+    seconds = window_s(args.duration, OPTIONS_USERS, ticket_s)
+    window = functools.partial(measure, "async", OPTIONS_USERS, seconds, ticket_s, loop=args.loop)
+    measured = {}
+    for option in OPTIONS:
+        env = {"DATABASE_URL": stack.dsn}
+        with (
+            started(reference_app(env=env, log_dir=folder / "logs" / "reference")) as plain,
+            started(
+                reference_app(env={**env, "REFERENCE_OPTION": option}, log_dir=folder / "logs" / option)
+            ) as optioned,
+        ):
+            plain_roles = processes_by_role(plain.pid, stack.simulator.pid)
+            optioned_roles = processes_by_role(optioned.pid, stack.simulator.pid)
+            progress(f"option {option}: {OPTIONS[option]}")
+            measured[option] = tuple(
+                in_turn(
+                    functools.partial(window, optioned.url, optioned_roles, app=option),
+                    functools.partial(window, plain.url, plain_roles, app="reference"),
+                    rounds=1,  # judged over the simulator's CPU, where one round's drift cancels out
+                )
+            )
+    return measured
+
+
+def as_json(level: Level) -> dict:
+    """A level's figures, with those computed from them."""
+    return {**asdict(level), "tickets_per_s": level.tickets_per_s, "fraction": level.fraction}
 
 
 def parse_levels_or_none(text: str) -> list[int]:

@@ -2,19 +2,25 @@
 
 `uvicorn scripts.reference_api:app`, with the API's settings in the environment (PROVIDER_URL,
 DATABASE_URL, the pool sizes). Like the API's async mode, it checks the customer in the thread pool
-on a psycopg pool, makes the three provider calls through `httpx.AsyncClient` over httpx-aiohttp's
-transport, and saves the ticket and its AI results in one short transaction. It has no middleware,
-metrics, request log, watchdog, idempotency, Server-Timing or garbage-collector settings, and
-psycopg's defaults. `python -m scripts.bench` runs it beside the API on the same generator and
-simulator, so that what the stack itself costs in this hour of the machine is measured too.
+on a psycopg pool of the API's settings (each connection checked before it is lent), makes the three
+provider calls through `httpx.AsyncClient` over httpx-aiohttp's transport, and saves the ticket and
+its AI results in one short transaction. It has no middleware, metrics, request log, watchdog,
+idempotency, Server-Timing or garbage-collector settings. `python -m scripts.bench` runs it beside
+the API on the same generator and simulator, so that what the stack itself costs in this hour of the
+machine is measured too.
+
+REFERENCE_OPTION turns on one public option of the stack that a project could take, for
+`python -m scripts.bench --options` to measure against the reference as it is (OPTIONS).
 """
 
+import os
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Annotated
 
 import httpx
-from fastapi import FastAPI, HTTPException, Request
+from fastapi import Depends, FastAPI, HTTPException, Request, Response
 from httpx_aiohttp import AiohttpTransport
 from psycopg_pool import ConnectionPool
 from pydantic import BaseModel
@@ -25,6 +31,16 @@ from ticket_api.config import load_settings
 from ticket_api.database import resolve_dsn
 from ticket_api.models import Ticket
 
+OPTIONS = {
+    "unchecked-pool": "the pool lends a connection without checking it first (psycopg_pool's default)",
+    "json-body": "the body read as bytes and validated by pydantic's JSON parser (model_validate_json)",
+    "response-direct": "the route returns a Response of the ticket's model_dump_json(), not a dict to validate",
+    "binary-params": "the AI results' INSERT sends its parameters in binary (execute(..., binary=True))",
+}
+OPTION = os.environ.get("REFERENCE_OPTION", "")
+if OPTION not in ("", *OPTIONS):
+    raise SystemExit(f"REFERENCE_OPTION={OPTION!r} is none of {', '.join(OPTIONS)}")
+
 
 class NewTicket(BaseModel):
     """The body of POST /v1/tickets, without the API's constraints (strict ids, lengths, no NUL)."""
@@ -32,6 +48,14 @@ class NewTicket(BaseModel):
     customer_id: int
     subject: str
     body: str
+
+
+async def json_body(request: Request) -> NewTicket:
+    """The body validated from its bytes by pydantic's own JSON parser (a bad body is a 500 here: measuring only)."""
+    return NewTicket.model_validate_json(await request.body())
+
+
+NewTicketBody = Annotated[NewTicket, Depends(json_body)] if OPTION == "json-body" else NewTicket
 
 
 @asynccontextmanager
@@ -47,7 +71,11 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         transport=AiohttpTransport(limits=limits),
     )
     pool = ConnectionPool(
-        resolve_dsn(settings), min_size=settings.db_pool_min_size, max_size=settings.db_pool_max_size, open=False
+        resolve_dsn(settings),
+        min_size=settings.db_pool_min_size,
+        max_size=settings.db_pool_max_size,
+        check=None if OPTION == "unchecked-pool" else ConnectionPool.check_connection,
+        open=False,
     )
     app.state.pool = pool
     await run_in_threadpool(pool.open, wait=True)
@@ -68,7 +96,7 @@ async def health() -> dict:
 
 
 @app.post("/v1/tickets", status_code=201, response_model=Ticket)
-async def create_ticket(new: NewTicket, request: Request) -> dict:
+async def create_ticket(new: NewTicketBody, request: Request) -> dict | Response:
     """Check the customer, do the three provider calls, save the ticket and its results."""
     pool, client = request.app.state.pool, request.app.state.client
     if not await run_in_threadpool(customer_exists, pool, new.customer_id):
@@ -77,7 +105,11 @@ async def create_ticket(new: NewTicket, request: Request) -> dict:
     drafted, draft_ms = await call(client, "/chat/completions", draft_request(new.subject, new.body))
     embedded, embed_ms = await call(client, "/embeddings", embed_request(new.subject, new.body))
     work = read_answers(classified, drafted, embedded, (classify_ms, draft_ms, embed_ms))
-    return await run_in_threadpool(save, pool, new, work)
+    saved = await run_in_threadpool(save, pool, new, work)
+    if OPTION == "response-direct":
+        # What the database gave back is trusted: built without validation, serialized by pydantic.
+        return Response(Ticket.model_construct(**saved).model_dump_json(), 201, media_type="application/json")
+    return saved
 
 
 async def call(client: httpx.AsyncClient, path: str, body: dict) -> tuple[dict, float]:
@@ -120,6 +152,7 @@ def save(pool: ConnectionPool, new: NewTicket, work: AiWork) -> dict:
                 work.models["embed"],
                 work.elapsed_ms["embed"],
             ),
+            binary=OPTION == "binary-params",  # the embedding's 256 floats packed, rather than written as text
         )
     return {
         **new.model_dump(),

@@ -78,6 +78,11 @@ class Level:
         return self.cpu_ms_per_ticket["api loop"] + self.cpu_ms_per_ticket["api threads"]
 
     @property
+    def api_cpu_per_simulator_cpu(self) -> float:
+        """The API's CPU per ticket over the simulator's in the same window: the machine's pace cancels out."""
+        return self.api_cpu_ms_per_ticket / self.cpu_ms_per_ticket["simulator"]
+
+    @property
     def generator_share(self) -> float:
         """The load generator's CPU per ticket ÷ the API's: how much of the work was the measuring itself."""
         return self.cpu_ms_per_ticket["generator"] / self.api_cpu_ms_per_ticket
