@@ -21,9 +21,10 @@ the same libraries, and nothing else) in turn with the API (API, reference, refe
 the mean of four windows each), on the same generator and simulator, judges the API against it (its
 CPU over the simulator's in the same windows, where the machine's pace cancels out), and times a
 fixed piece of Python work before and after (the pace), so that two runs can be told apart. Where
-wrk is installed, it drives the 256- and 512-user levels too, as an outside check of the bench's
-own generator. `--options` then measures, one at a time against the reference, the public options
-of the stack that a project could take (scripts/reference_api.py's OPTIONS).
+wrk is installed, it drives the 256- and 512-user levels too, in turn with the bench's own generator
+(bench, wrk, wrk, bench), as an outside check of it. `--options` then measures, one at a time
+against the reference, the public options of the stack that a project could take
+(scripts/reference_api.py's OPTIONS).
 """
 
 import argparse
@@ -32,7 +33,7 @@ import json
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from scripts.reference_api import OPTIONS
@@ -153,8 +154,8 @@ def main() -> int:
                 seconds = window_s(args.duration, users, ticket_s)
                 profile_of = (api.pid, folder / "profile.txt") if args.profile and users == args.users[-1] else None
                 level = measure("async", users, seconds, ticket_s, api.url, roles, args.loop, profile_of)
+                window = functools.partial(measure, "async", users, seconds, ticket_s, loop=args.loop)
                 if users in args.reference_users:
-                    window = functools.partial(measure, "async", users, seconds, ticket_s, loop=args.loop)
                     levels += in_turn(
                         functools.partial(window, api.url, roles),
                         functools.partial(window, reference.url, reference_roles, app="reference"),
@@ -164,7 +165,13 @@ def main() -> int:
                 else:
                     levels.append(level)
                 if users in args.wrk_users:
-                    levels.append(measure_with_wrk(users, seconds, ticket_s, api.url, args.loop))
+                    # In turn with the bench's own generator (bench, wrk, wrk, bench): both read in the same minutes.
+                    beside, theirs = in_turn(
+                        functools.partial(window, api.url, roles),
+                        functools.partial(measure_with_wrk, users, seconds, ticket_s, api.url, args.loop),
+                        rounds=1,
+                    )
+                    levels.append(replace(theirs, bench_fraction=beside.fraction))
             if args.options:
                 options = measure_options(reference_app, stack, args, folder, ticket_s)
         if args.two_process_users:

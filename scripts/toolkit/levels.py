@@ -54,6 +54,7 @@ class Level:
     generator: str = "bench"
     app: str = "lab"  # "reference": scripts.reference_api, measured beside the API with the same generator
     counted_per_s: float = float("nan")  # 201s within the window ÷ its length: Little's law's cross-check
+    bench_fraction: float = float("nan")  # wrk's levels: the bench's own fraction in the windows taken in turn
     cpu_ms_per_ticket: dict = field(default_factory=dict)
 
     @property

@@ -3,6 +3,7 @@ against the reference app, wrk, and a short run on a PostgreSQL of DATABASE_URL,
 
 import asyncio
 import json
+from dataclasses import replace
 
 import httpx
 import pytest
@@ -57,6 +58,14 @@ def test_at_256_users_the_api_is_judged_against_the_reference_of_the_same_run(la
     assert [line.split()[1] for line in lines if line.strip().startswith("FAIL")] == [
         word.split()[0] for word in failed
     ]
+
+
+@pytest.mark.parametrize(("bench_fraction", "verdict"), [(0.98, "PASS"), (0.86, "FAIL")])
+def test_wrk_is_judged_against_the_benchs_own_windows_taken_in_turn_with_it(bench_fraction, verdict):
+    # The bench's level at 256 users (0.98 of the limit) is not what wrk is judged against: its windows in turn are.
+    check = replace(level("lab", 2300, 10.0, 30), generator="wrk", bench_fraction=bench_fraction)
+    (line,) = [line for line in verdicts(*by_generator([level("lab", 2300, 10.0, 30), check])) if "wrk" in line]
+    assert line.split()[0] == verdict
 
 
 def test_two_apps_take_turns_each_round_and_each_is_pooled():
