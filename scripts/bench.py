@@ -52,7 +52,8 @@ from scripts.toolkit.levels import (
     ticket_alone,
     window_s,
 )
-from scripts.toolkit.stack import event_loop, running_stack
+from scripts.toolkit.processes import Service
+from scripts.toolkit.stack import Stack, event_loop, running_stack
 
 REFERENCE_APP = "scripts.reference_api:app"
 OPTIONS_USERS = 256
@@ -213,7 +214,7 @@ def main() -> int:
 
 def in_turn(
     ours: Callable[[], Level], theirs: Callable[[], Level], rounds: int, first: Level | None = None
-) -> list[Level]:
+) -> tuple[Level, Level]:
     """Two apps' windows in turn, (ours, theirs, theirs, ours) each round, each app's pooled: a drift of the
     machine's pace over the windows weighs on both alike. `first`: our first window, measured already."""
     mine: list[Level] = []
@@ -222,10 +223,12 @@ def in_turn(
         mine.append(first if round_number == 0 and first is not None else ours())
         others += [theirs(), theirs()]
         mine.append(ours())
-    return [pooled(mine), pooled(others)]
+    return pooled(mine), pooled(others)
 
 
-def measure_options(reference_app, stack, args, folder: Path, ticket_s: float) -> dict[str, tuple[Level, Level]]:
+def measure_options(
+    reference_app: Callable[..., Service], stack: Stack, args: argparse.Namespace, folder: Path, ticket_s: float
+) -> dict[str, tuple[Level, Level]]:
     """Each option of the reference app (REFERENCE_OPTION) in turn with the reference as it is, one option at a time."""
     seconds = window_s(args.duration, OPTIONS_USERS, ticket_s)
     window = functools.partial(measure, "async", OPTIONS_USERS, seconds, ticket_s, loop=args.loop)
@@ -241,12 +244,10 @@ def measure_options(reference_app, stack, args, folder: Path, ticket_s: float) -
             plain_roles = processes_by_role(plain.pid, stack.simulator.pid)
             optioned_roles = processes_by_role(optioned.pid, stack.simulator.pid)
             progress(f"option {option}: {OPTIONS[option]}")
-            measured[option] = tuple(
-                in_turn(
-                    functools.partial(window, optioned.url, optioned_roles, app=option),
-                    functools.partial(window, plain.url, plain_roles, app="reference"),
-                    rounds=1,  # judged over the simulator's CPU, where one round's drift cancels out
-                )
+            measured[option] = in_turn(
+                functools.partial(window, optioned.url, optioned_roles, app=option),
+                functools.partial(window, plain.url, plain_roles, app="reference"),
+                rounds=1,  # judged over the simulator's CPU, where one round's drift cancels out
             )
     return measured
 
