@@ -144,7 +144,7 @@ def main() -> int:
             roles = processes_by_role(api.pid, stack.simulator.pid)
             reference_app = functools.partial(
                 api_service, f"{stack.simulator.url}/v1", loop=args.loop, app=REFERENCE_APP
-            )  # fmt: skip
+            )
             if set(args.reference_users) & set(args.users):
                 reference = reference_running.enter_context(
                     started(reference_app(env={"DATABASE_URL": stack.dsn}, log_dir=folder / "logs" / "reference"))
