@@ -21,7 +21,9 @@ The lab's own tools add modules that no student's project holds:
 - stack: the whole lab per INTAKE_MODE (`Stack`, `running_stack`), MODES
 - levels: one level of load on a ticket API against the physical limit (scripts.bench, scripts.client_cpu)
 - cpu: the CPU of each process by role over a window
-- postgres: the embedded server's postmaster (the one reader of postmaster.pid), killed and restarted
+- postgres: the embedded server's postmaster (the one reader of postmaster.pid), killed and restarted; its client
+  programs (pgbench)
+- busy: a busy machine on purpose, CPU-bound processes and pgbench's long queries beside a command (scripts.busy)
 - profile: py-spy's samples of the API
 - bench_report: the bench's table and verdicts
 - wrk: wrk, the outside check

@@ -11,7 +11,7 @@ import psutil
 
 from scripts.toolkit.cli import CommandError
 from ticket_api.config import load_settings
-from ticket_api.embedded import PGDATA, embedded_dsn
+from ticket_api.embedded import PGDATA, embedded_dsn, embedded_postgres
 
 DOWN_S = 2.0  # how long a crashed server stays down before it is started again
 
@@ -47,3 +47,11 @@ def crash_postgres(pgdata: Path) -> dict:
     time.sleep(DOWN_S)
     embedded_dsn(pgdata)
     return {"down_s": time.perf_counter() - killed}
+
+
+def client_program(name: str) -> Path:
+    """A client program of PostgreSQL (pgbench, psql ...), from the embedded-postgres package: whichever server the
+    lab uses, the package is installed."""
+    # The package makes pg_config and the other commands' functions at import: they are not in its types.
+    bindir = embedded_postgres.pg_config(["--bindir"])  # type: ignore[attr-defined]
+    return Path(bindir.strip()) / name

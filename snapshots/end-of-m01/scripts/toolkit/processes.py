@@ -23,6 +23,7 @@ import uvicorn
 from scripts.toolkit.cli import PROJECT_ROOT, CommandError
 from scripts.toolkit.health import is_healthy
 
+GRACE_S = 5  # how long a command in the foreground may take to end after a Ctrl+C, before it is stopped
 # Popen options that give a process a group of its own: stopping it stops its children (uvicorn
 # workers), and the terminal's Ctrl+C reaches only us, so we stop it in order.
 OWN_GROUP: dict[str, Any] = (
@@ -190,6 +191,28 @@ def stop_process(process: subprocess.Popen, timeout_s: float = 35, graceful: boo
             except subprocess.TimeoutExpired:
                 continue
         return process.wait()
+
+
+def run_in_foreground(argv: list[str], cwd: Path | None = None, env: dict[str, str] | None = None) -> int:
+    """Run a command in this terminal's process group, so that a Ctrl+C reaches it as it reaches us; its exit code.
+
+    On Ctrl+C or SIGTERM, the command gets GRACE_S to end by itself, then SIGTERM, then SIGKILL; the
+    KeyboardInterrupt goes on once it has ended.
+    """
+    process = subprocess.Popen(argv, cwd=cwd, env=env)
+    try:
+        return process.wait()
+    except KeyboardInterrupt:
+        with signals_ignored():
+            for stop in (None, process.terminate, process.kill):
+                if stop is not None:
+                    stop()
+                try:
+                    process.wait(GRACE_S)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+        raise
 
 
 @contextmanager
