@@ -30,12 +30,12 @@ import httpx
 from scripts.toolkit.answers import error_code, provider_calls, server_timing
 from scripts.toolkit.cli import positive_float, positive_int, progress, run
 from scripts.toolkit.dataset import random_ticket
-from scripts.toolkit.health import check_api, probe_health, times_ms
+from scripts.toolkit.health import check_api, probe_health, times_ms, waited_share
 from ticket_api.config import load_settings
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 TIMEOUT_S = 120  # a ticket of a stalled server may wait for many others; it must not time out first
-FIGURES = ("total_s", "health_answers", "health_median_ms", "health_slowest_ms")
+FIGURES = ("total_s", "health_answers", "health_median_ms", "health_slowest_ms", "health_waited_share")
 
 
 async def measure_stall(
@@ -145,6 +145,7 @@ def summarize(
         "health_answers": len(health_ms),
         "health_median_ms": statistics.median(health_ms) if health_ms else None,
         "health_slowest_ms": max(health_ms) if health_ms else None,
+        "health_waited_share": waited_share(probes, total_s),
         "ticket_runs": sorted(sent, key=lambda t: t["ticket"]),
         "probes": probes,
     }

@@ -1,4 +1,8 @@
-"""Four tickets at once in each INTAKE_MODE, with /health asked meanwhile (a fake provider, 0.2 s a call)."""
+"""Four tickets at once in each INTAKE_MODE, with /health asked meanwhile (a fake provider, 0.2 s a call).
+
+Each burst is judged against one ticket alone on the same server just before it: a busy machine
+makes both slower together, so the ratios hold on a student's laptop as on a quiet one.
+"""
 
 import asyncio
 import statistics
@@ -8,7 +12,8 @@ from dataclasses import dataclass
 import httpx
 import pytest
 
-from scripts.toolkit.health import probe_health, times_ms
+from scripts.stall import send_ticket
+from scripts.toolkit.health import probe_health, times_ms, waited_share
 from tests.fakes import FakeProvider
 from tests.servers import serve
 from ticket_api.config import Settings, load_settings
@@ -22,12 +27,18 @@ TICKETS = 4
 
 @dataclass
 class Run:
-    """What one burst of tickets measured, and one ticket alone on the same server before it."""
+    """One ticket alone on a server, then a burst of tickets at once on the same server with /health asked."""
 
-    alone_s: float
-    total_s: float
+    alone_s: float  # one ticket alone, from sending it to its answer
+    alone_ai_s: float  # of which its AI work, as the server timed it (Server-Timing `ai`)
+    total_s: float  # the burst, from its start to its last answer
     statuses: list[int]
-    health_ms: list[float]
+    probes: list[dict]  # each answer of /health: when it was asked (s from the start) and how long it took (ms)
+
+    @property
+    def health_ms(self) -> list[float]:
+        """How long each GET /health took."""
+        return times_ms(self.probes)
 
 
 def ticket(n: int = 0) -> dict:
@@ -35,32 +46,30 @@ def ticket(n: int = 0) -> dict:
     return {"customer_id": 1, "subject": f"Ticket {n}", "body": "Where is my parcel?"}
 
 
-def create_ticket(url: str) -> int:
-    """POST one ticket; its status code."""
-    return httpx.post(f"{url}/v1/tickets", json=ticket(), timeout=30).status_code
+async def one_ticket_alone(url: str) -> tuple[float, float]:
+    """Seconds for one ticket with nothing else going on, and its AI work's: the yardstick of this machine, now."""
+    async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+        sent = await send_ticket(client, 0, ticket(), time.perf_counter(), asyncio.Barrier(1))
+    assert sent["status"] == 201
+    return sent["end_s"] - sent["start_s"], sent["ai_ms"] / 1000
 
 
-def one_ticket_alone(url: str) -> float:
-    """Seconds for one ticket with nothing else going on: the yardstick of this machine, right now."""
-    started = time.perf_counter()
-    assert create_ticket(url) == 201
-    return time.perf_counter() - started
-
-
-async def four_tickets_at_once(url: str, alone_s: float) -> Run:
-    """Send 4 tickets at the same moment while GET /health is asked every 50 ms (the lab's /health prober)."""
+async def tickets_at_once(url: str) -> Run:
+    """One ticket alone, then 4 that arrive together (as scripts.stall sends them) while GET /health is asked
+    every 50 ms (the lab's /health prober)."""
+    alone_s, alone_ai_s = await one_ticket_alone(url)
     async with (
         httpx.AsyncClient(base_url=url, timeout=30) as client,
         httpx.AsyncClient(base_url=url, timeout=30) as health_client,
     ):
-        done = asyncio.Event()
-        prober = asyncio.create_task(probe_health(health_client, 0.05, done))
-        started = time.perf_counter()
-        answers = await asyncio.gather(*(client.post("/v1/tickets", json=ticket(n)) for n in range(TICKETS)))
-        total_s = time.perf_counter() - started
+        await asyncio.gather(*(client.get("/health") for _ in range(TICKETS)))  # a connection per ticket, open
+        since, done, together = time.perf_counter(), asyncio.Event(), asyncio.Barrier(TICKETS)
+        prober = asyncio.create_task(probe_health(health_client, 0.05, done, since))
+        sent = await asyncio.gather(*(send_ticket(client, n, ticket(n), since, together) for n in range(TICKETS)))
+        total_s = time.perf_counter() - since
         done.set()
-        health_ms = times_ms(await prober)
-    return Run(alone_s, total_s, [answer.status_code for answer in answers], health_ms)
+        probes = await prober
+    return Run(alone_s, alone_ai_s, total_s, [answer["status"] for answer in sent], probes)
 
 
 @pytest.fixture(scope="module")
@@ -70,24 +79,23 @@ def runs(database_url) -> dict[str, Run]:
     for mode in ("thread", "blocking", "async"):
         settings = load_settings(_env_file=None, database_url=database_url, intake_mode=mode, log_level="WARNING")
         with serve(create_app(settings, FakeProvider(CALL_S))) as url:
-            measured[mode] = asyncio.run(four_tickets_at_once(url, one_ticket_alone(url)))
+            measured[mode] = asyncio.run(tickets_at_once(url))
     return measured
 
 
 def test_four_tickets_take_about_one_tickets_time_in_thread_mode(runs):
     assert runs["thread"].statuses == [201] * TICKETS
-    assert runs["thread"].total_s < 2 * runs["thread"].alone_s  # ideally 1x: they wait together
+    assert runs["thread"].total_s < 1.5 * runs["thread"].alone_s  # ideally 1x: they wait together
 
 
 def test_four_tickets_take_about_one_tickets_time_in_async_mode(runs):
     assert runs["async"].statuses == [201] * TICKETS
-    assert runs["async"].total_s < 2 * runs["async"].alone_s  # ideally 1x: they wait together
+    assert runs["async"].total_s < 1.5 * runs["async"].alone_s  # ideally 1x: they wait together
 
 
 def test_four_tickets_take_about_four_tickets_time_in_blocking_mode(runs):
     assert runs["blocking"].statuses == [201] * TICKETS
-    assert runs["blocking"].total_s > 2.5 * runs["blocking"].alone_s  # ideally 4x: one after another
-    assert runs["blocking"].total_s > 2 * runs["async"].total_s
+    assert runs["blocking"].total_s > 3 * runs["blocking"].alone_ai_s  # ideally 4x: one AI wait after another
 
 
 def test_health_answers_in_milliseconds_in_thread_mode(runs):
@@ -101,10 +109,11 @@ def test_health_answers_in_milliseconds_in_async_mode(runs):
 
 
 def test_a_blocking_call_stalls_the_whole_server(runs):
-    blocking, free = runs["blocking"].health_ms, runs["async"].health_ms
-    # /health does no work, yet it waited for other tickets' AI work, like a whole ticket or more.
-    assert statistics.median(blocking) > 0.5 * runs["blocking"].alone_s * 1000
-    assert statistics.median(blocking) > 20 * statistics.median(free)
+    blocking = runs["blocking"]
+    # /health does no work, yet it waited for other tickets' AI work: a whole ticket's at least,
+    assert max(blocking.health_ms) > 0.75 * blocking.alone_ai_s * 1000
+    # and one was waiting for most of the burst: the loop ran nothing else while a ticket waited.
+    assert waited_share(blocking.probes, blocking.total_s) > 0.5
 
 
 def test_an_unknown_intake_mode_stops_the_start_up():
