@@ -8,6 +8,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
+import pytest
 
 from scripts.toolkit.metrics import metric_totals
 from tests.fakes import FakeProvider
@@ -42,6 +43,7 @@ def gauges_while_tickets_wait(url: str, tickets: int) -> dict[str, list[float]]:
     return samples
 
 
+@pytest.mark.timing
 def test_the_watchdog_names_the_do_ai_work_line_in_blocking_mode(make_settings, caplog):
     settings = make_settings(intake_mode="blocking", loop_watchdog_ms=100)
     with caplog.at_level(logging.WARNING, logger="ticket_api.watchdog"):
@@ -55,6 +57,7 @@ def test_the_watchdog_names_the_do_ai_work_line_in_blocking_mode(make_settings, 
     ), messages
 
 
+@pytest.mark.timing
 def test_the_watchdog_stays_quiet_in_async_mode(make_settings, caplog):
     settings = make_settings(intake_mode="async", loop_watchdog_ms=150)
     with caplog.at_level(logging.WARNING, logger="ticket_api.watchdog"):
@@ -63,6 +66,7 @@ def test_the_watchdog_stays_quiet_in_async_mode(make_settings, caplog):
     assert not [r for r in caplog.records if r.name == "ticket_api.watchdog"]
 
 
+@pytest.mark.timing
 def test_metrics_show_thread_mode_holding_threads_and_connections(make_settings):
     settings = make_settings(intake_mode="thread", db_pool_max_size=10)
     with serve(create_app(settings, FakeProvider(0.3))) as url:
@@ -72,6 +76,7 @@ def test_metrics_show_thread_mode_holding_threads_and_connections(make_settings)
     assert max(gauges["ticket_api_provider_in_flight"]) >= 6
 
 
+@pytest.mark.timing
 def test_metrics_show_async_mode_waiting_without_threads_or_connections(make_settings):
     settings = make_settings(intake_mode="async", db_pool_max_size=10)
     with serve(create_app(settings, FakeProvider(0.3))) as url:

@@ -92,6 +92,7 @@ def test_a_closed_connection_is_unavailable_not_a_timeout(client, closing_server
         acall(client, closing_server)
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("client", CLIENTS)
 def test_a_hanging_provider_is_a_timeout(client):
     with lab.simulator(speed=0.01, quota=0, extra=["--hang-rate", "1", "--hang-s", "30"]) as hanging:
@@ -122,6 +123,7 @@ def slow_upstream():
         yield f"{url}/v1"
 
 
+@pytest.mark.timing
 def test_waiting_too_long_for_a_pooled_connection_is_an_error_not_a_hang(slow_upstream):
     # aiohttp's pool (the default) reports a wait for a free connection past the timeout as a connect
     # timeout: 504 ai_timeout. httpx's own pool starts its wait again whenever another request takes the

@@ -3,6 +3,8 @@
 import subprocess
 import sys
 
+import pytest
+
 from scripts.toolkit.cli import PROJECT_ROOT as ROOT
 from scripts.toolkit.lessons import shape_problems
 from scripts.toolkit.project import student_files, unused_files
@@ -80,6 +82,7 @@ def test_the_students_simulator_carries_no_benchmark_of_the_lab():
         assert not {"simulator/bench.py", "simulator/loadgen.py", "simulator/reference.py"} & simulator
 
 
+@pytest.mark.timing
 def test_every_snapshot_and_lesson_keeps_its_promises():
     result = subprocess.run(
         [sys.executable, "-m", "scripts.snapshots", "check"], cwd=ROOT, capture_output=True, text=True, timeout=1500

@@ -111,6 +111,7 @@ def test_the_text_says_expected_and_measured_the_hint_with_its_section_and_the_c
     ]
 
 
+@pytest.mark.timing
 def test_a_lesson_command_still_running_at_its_bound_is_stopped_and_said_timed_out():
     app = FastAPI()
 
@@ -162,6 +163,7 @@ def test_why_an_api_did_not_start_is_one_line_naming_the_file_and_line(kind, tmp
     assert startup_failure(log.replace("{p}", str(tmp_path)), tmp_path) == line.replace("{p}", str(tmp_path))
 
 
+@pytest.mark.timing
 def test_the_sampler_names_the_coroutine_that_held_the_loop_and_what_waited_under_it(tmp_path):
     (tmp_path / "app.py").write_text(
         textwrap.dedent(

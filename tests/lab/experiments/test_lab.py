@@ -38,6 +38,7 @@ def test_an_unknown_path_such_as_the_old_lab_prefix_gets_404_not_found(client):
     assert (response.status_code, response.json()["error"]) == (404, "not_found")
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("path", SLEEP_PATHS)
 def test_each_sleep_route_waits_as_long_as_asked(client, path):
     response = client.get(path, params={"ms": 60})
@@ -95,6 +96,7 @@ def test_a_row_route_sends_500_rows_by_default(client):
     assert len(client.get("/rows/raw").json()) == 500
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("path", UPSTREAM_PATHS)
 def test_each_upstream_route_reports_how_long_the_provider_took(upstream, path):
     with TestClient(create_app(ExperimentSettings(provider_url=upstream.url))) as client:
@@ -128,6 +130,7 @@ async def burst(url: str, path: str, count: int) -> tuple[float, float]:
     return load.wall_s, quantile(health_ms, 0.5)
 
 
+@pytest.mark.timing
 def test_only_the_blocking_sleep_serialises_the_requests_and_stalls_health():
     with serve(create_app(ExperimentSettings())) as url:
         results = {path: asyncio.run(burst(url, f"{path}?ms=200", 5)) for path in SLEEP_PATHS}
@@ -138,6 +141,7 @@ def test_only_the_blocking_sleep_serialises_the_requests_and_stalls_health():
         assert health_ms * 5 < blocking_health_ms, path
 
 
+@pytest.mark.timing
 def test_only_the_blocking_client_serialises_the_upstream_calls(upstream):
     with serve(create_app(ExperimentSettings(provider_url=upstream.url))) as url:
         walls = {path: asyncio.run(burst(url, path, 5))[0] for path in UPSTREAM_PATHS}
@@ -146,6 +150,7 @@ def test_only_the_blocking_client_serialises_the_upstream_calls(upstream):
     assert walls["/upstream/async"] * 2.5 < walls["/upstream/async-blocking"]
 
 
+@pytest.mark.timing
 def test_the_app_reads_thread_limit_from_the_environment_when_it_starts_not_at_import(monkeypatch):
     monkeypatch.setenv("THREAD_LIMIT", "2")  # `app` was made at import, before this
     with serve(app) as url:

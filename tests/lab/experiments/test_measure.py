@@ -101,6 +101,7 @@ def run_load(statuses: list[int], users: int, **until: float) -> Load:
         return asyncio.run(load(url))
 
 
+@pytest.mark.timing
 def test_the_closed_loop_sends_exactly_the_requests_asked_and_counts_failures():
     load = run_load([200, 503, 200], users=3, requests=10)
     assert (len(load.latencies_ms), load.errors) == (9, ["503 db_busy"])
@@ -108,12 +109,14 @@ def test_the_closed_loop_sends_exactly_the_requests_asked_and_counts_failures():
     assert load.rps > 0 and load.wall_s > 0
 
 
+@pytest.mark.timing
 def test_the_closed_loop_stops_at_its_duration():
     load = run_load([], users=2, duration_s=0.2)
     assert 0.2 <= load.wall_s < 1.0
     assert len(load.latencies_ms) > 10
 
 
+@pytest.mark.timing
 def test_the_users_first_requests_are_spread_over_the_ramp_and_the_duration_follows_it():
     firsts: dict[int, float] = {}
 
@@ -133,6 +136,7 @@ def test_the_users_first_requests_are_spread_over_the_ramp_and_the_duration_foll
     assert 1 <= len(early) <= 9
 
 
+@pytest.mark.timing
 def test_the_closed_loop_gives_up_on_calls_a_stuck_server_never_answers():
     async def stuck() -> Outcome:
         await asyncio.sleep(60)

@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from scripts.toolkit.processes import free_port
 
 
@@ -24,6 +26,7 @@ def probe(run_command, url: str, path: str, concurrency: int, requests: int) -> 
     return json.loads(result.stdout)
 
 
+@pytest.mark.timing
 def test_a_blocking_sleep_serialises_the_route_and_stalls_health(run_command, running_app):
     blocking = probe(run_command, running_app, "/sleep/async-blocking?ms=100", 5, 10)
     awaited = probe(run_command, running_app, "/sleep/async?ms=100", 5, 10)
@@ -33,6 +36,7 @@ def test_a_blocking_sleep_serialises_the_route_and_stalls_health(run_command, ru
     assert blocking["health_ms"]["p50"] >= 5 * awaited["health_ms"]["p50"]
 
 
+@pytest.mark.timing
 def test_cpu_work_on_the_loop_stalls_health_and_a_process_pool_does_not(run_command, running_app):
     on_the_loop = probe(run_command, running_app, "/cpu/async?loops=2000000", 4, 16)
     in_processes = probe(run_command, running_app, "/cpu/process?loops=2000000", 4, 16)

@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from scripts.experiments.knee import find_knee, render
 from scripts.toolkit.processes import free_port
 
@@ -44,6 +46,7 @@ def test_a_saturated_level_has_no_figure_and_no_say_in_the_knee():
     assert line.split()[:2] == ["24", "-"] and "saturated" in line
 
 
+@pytest.mark.timing
 def test_a_def_route_stops_scaling_at_the_thread_limit(run_command):
     # The app it starts has 4 threads: at most 4 sleeps of 50 ms at once, so at most 80 req/s.
     result = run_command(

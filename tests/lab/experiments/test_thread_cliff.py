@@ -3,6 +3,8 @@
 import asyncio
 import json
 
+import pytest
+
 from scripts.experiments.app import create_app
 from scripts.experiments.cliff import find_cliff, measure_cliff
 from scripts.experiments.settings import ExperimentSettings
@@ -21,6 +23,7 @@ def test_the_cliff_is_the_first_level_where_the_trivial_route_waited():
     assert find_cliff(rows[:1], hold_ms=1000) is None
 
 
+@pytest.mark.timing
 def test_the_command_starts_its_own_app_and_finds_the_cliff_at_the_thread_limit(run_command):
     result = run_command(
         "thread_cliff",

@@ -58,6 +58,7 @@ def order_after_a_blocked_step(loop_factory) -> list[str]:
     return order
 
 
+@pytest.mark.timing
 def test_asyncio_wakes_the_task_whose_thread_work_finished_before_the_new_request():
     assert order_after_a_blocked_step(asyncio.SelectorEventLoop) == [
         "socket read",
@@ -66,6 +67,7 @@ def test_asyncio_wakes_the_task_whose_thread_work_finished_before_the_new_reques
     ]
 
 
+@pytest.mark.timing
 @pytest.mark.skipif(
     importlib.util.find_spec("uvloop") is None, reason='uvloop is not installed: pip install -e ".[uvloop]"'
 )

@@ -126,6 +126,7 @@ def test_kill_9_of_the_api_under_load_leaves_whole_tickets_and_a_retry_returns_t
     )
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("mode", MODES)
 def test_kill_9_of_postgres_under_load_is_503_and_the_api_recovers_by_itself(
     start_api, fast_simulator, own_database, mode
@@ -185,6 +186,7 @@ def test_kill_9_of_postgres_under_load_is_503_and_the_api_recovers_by_itself(
     )
 
 
+@pytest.mark.timing
 def test_after_a_long_outage_the_pool_lends_again_within_seconds(own_database, make_settings):
     """A pool of the API's kind, asked for connections all through a long outage, lends one soon after the restart."""
     settings = make_settings(database_url=own_database.dsn, db_pool_timeout_s=1)

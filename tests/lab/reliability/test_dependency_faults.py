@@ -113,6 +113,7 @@ def test_a_database_lost_during_the_ai_work_leaves_no_partial_ticket(own_databas
         assert_idle(url)
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("mode", MODES)
 def test_a_provider_that_is_down_is_502_within_the_connect_timeout(make_settings, customer_id, db_conn, mode):
     settings = make_settings(intake_mode=mode, provider_url=f"http://127.0.0.1:{free_port()}/v1")
@@ -133,6 +134,7 @@ def hanging_simulator(start_simulator):
     return start_simulator("--hang-rate", "1", "--hang-s", "5")
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("mode", MODES)
 def test_a_hanging_provider_is_504_after_the_timeout_and_frees_everything(
     make_settings, hanging_simulator, customer_id, db_conn, mode

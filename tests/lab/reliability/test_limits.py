@@ -80,6 +80,7 @@ def test_past_limit_concurrency_a_request_gets_uvicorns_503_until_connections_cl
         assert ask(sock)[0] == 200
 
 
+@pytest.mark.timing
 def test_an_idle_connection_is_closed_after_timeout_keep_alive(api):
     with connect(api.url) as sock:
         assert ask(sock)[0] == 200

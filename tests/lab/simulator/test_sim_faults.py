@@ -37,6 +37,7 @@ def test_a_forced_fault_answers_with_its_openai_style_error(fault_sim, fault, st
         assert answer.headers["retry-after"] == "1"
 
 
+@pytest.mark.timing
 def test_a_forced_slow_call_waits_five_times_longer(fault_sim):
     with fault_sim.client() as client:
         answer = client.post("/v1/chat/completions", json=chat_body("draft"), headers={"X-Sim-Fault": "slow"})
@@ -46,6 +47,7 @@ def test_a_forced_slow_call_waits_five_times_longer(fault_sim):
     assert float(answer.headers["x-sim-delay-ms"]) == pytest.approx(expected_ms, rel=0.01)
 
 
+@pytest.mark.timing
 def test_a_hanging_call_outlasts_a_client_timeout(fault_sim):
     with fault_sim.client(timeout=0.2) as client:
         started = time.perf_counter()
@@ -85,6 +87,7 @@ def test_random_faults_follow_the_seed_and_the_rates():
     assert FaultPlan(1, 0, 120, 0, seed=3).pick("slow") == "slow"  # a forced fault wins
 
 
+@pytest.mark.timing
 def test_the_slowdown_grows_with_calls_in_flight(server_factory, tmp_path):
     """With --slowdown 100, a lone call waits 2x its delay; with 20 in flight, up to 21x."""
     recording = write_recording(

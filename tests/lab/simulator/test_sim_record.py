@@ -60,6 +60,7 @@ def test_the_proxy_writes_a_valid_recording_with_a_meta_line(recorded):
     assert all(call.completion_tokens > 0 for call in recording.calls["draft"])
 
 
+@pytest.mark.timing
 def test_recorded_latencies_are_the_upstream_delays(recorded):
     path, applied = recorded
     recording = load_recording(path)
@@ -70,6 +71,7 @@ def test_recorded_latencies_are_the_upstream_delays(recorded):
         assert upstream_median <= recorded_median <= upstream_median * 1.25 + 25, operation
 
 
+@pytest.mark.timing
 def test_replaying_the_recording_gives_its_medians_back(recorded, server_factory):
     path, _ = recorded
     recording = load_recording(path)

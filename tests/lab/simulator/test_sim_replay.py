@@ -84,6 +84,7 @@ def test_sampled_medians_over_http_match_the_recording(server_factory):
         assert abs(statistics.median(replayed) - recorded_median) <= 0.05 * recorded_median, operation
 
 
+@pytest.mark.timing
 def test_each_call_waits_its_scaled_delay(http):
     """The wall time of a call is its applied delay (recorded x speed), never much less, not much more."""
     ratios = []

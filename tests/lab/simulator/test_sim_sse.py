@@ -76,6 +76,7 @@ def test_include_usage_adds_a_usage_chunk_before_done(paced_sim):
     assert usage_chunk["usage"]["total_tokens"] == usage_chunk["usage"]["prompt_tokens"] + 10
 
 
+@pytest.mark.timing
 def test_the_first_chunk_waits_the_ttft_and_the_rest_are_paced_evenly(paced_sim):
     events, _ = stream_events(paced_sim, chat_body("draft", stream=True))
     content_times = [moment for moment, data in events if '"content"' in data and '"delta":{}' not in data]

@@ -105,6 +105,7 @@ def test_a_lua_string_holds_any_bytes_the_tickets_have():
     assert "\\034" in literal and "\\092" in literal and "\\195\\169" in literal and "\\010" in literal
 
 
+@pytest.mark.timing
 @pytest.mark.skipif(not wrk.available(), reason="wrk is not installed (Debian's package wrk)")
 def test_wrk_drives_a_closed_loop_and_its_mean_is_the_servers_time():
     app = FastAPI()

@@ -107,6 +107,7 @@ def test_the_locustfile_names_failures_by_error_code(served_api, tmp_path):
     assert figures["tickets_per_s"] == 0.0
 
 
+@pytest.mark.timing
 def test_the_recorded_times_are_locusts_own_unrounded(served_api, tmp_path):
     with served_api("async", FakeProvider(0.05)) as url:
         figures = run_locust(url, users=2, duration_s=2, workers=0, prefix=str(tmp_path / "exact"))
@@ -121,6 +122,7 @@ def test_the_recorded_times_are_locusts_own_unrounded(served_api, tmp_path):
     assert figures["p50_ms"] % 10 and figures["p95_ms"] % 10  # Locust's buckets are whole tens from 100 ms on
 
 
+@pytest.mark.timing
 def test_distributed_locust_counts_the_workers_tickets(served_api, tmp_path):
     with served_api("async", FakeProvider(0.02)) as url:
         figures = run_locust(url, users=4, duration_s=3, workers=2, prefix=str(tmp_path / "spread"))
@@ -131,6 +133,7 @@ def test_distributed_locust_counts_the_workers_tickets(served_api, tmp_path):
     assert 4 / 0.07 * 0.3 < figures["tickets_per_s"] < 4 / 0.06 * 1.1
 
 
+@pytest.mark.timing
 def test_a_workers_tickets_in_flight_at_the_end_count(served_api, tmp_path):
     provider = FakeProvider(0.2)
     with served_api("async", provider) as url:
@@ -141,6 +144,7 @@ def test_a_workers_tickets_in_flight_at_the_end_count(served_api, tmp_path):
     assert figures["failures"] == 0 and 600 <= figures["p50_ms"] <= figures["p95_ms"] < 3000
 
 
+@pytest.mark.timing
 def test_a_short_run_finds_async_near_its_limit_and_blocking_far_below(lab_database_url, tmp_path):
     result = run_module(
         "scripts.capacity",
@@ -192,6 +196,7 @@ def test_without_held_nothing_is_recorded_or_drawn(lab_database_url, tmp_path):
     assert "held:" not in result.stderr
 
 
+@pytest.mark.timing
 def test_a_run_with_a_locust_worker_has_its_percentiles(lab_database_url, tmp_path):
     result = run_module(
         "scripts.capacity",

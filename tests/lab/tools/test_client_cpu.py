@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from scripts.toolkit.metrics import read_metrics
 from scripts.toolkit.readings import lag_between, watchdog_lines
 from tests.lab.tools.commands import listening, run_module
@@ -49,6 +51,7 @@ def test_an_unknown_client_is_refused_in_one_line_naming_the_three():
     assert "--clients: give some of httpx, httpx2, aiohttp" in result.stderr.splitlines()[-1]
 
 
+@pytest.mark.timing
 def test_a_short_run_prints_its_table_writes_its_figures_and_stops_what_it_started(tmp_path):
     result = run_module(
         "scripts.client_cpu", "--users", "8", "--clients", "httpx2,aiohttp", "--duration", "2", "--out", str(tmp_path)

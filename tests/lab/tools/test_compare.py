@@ -8,6 +8,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from scripts.toolkit import course
 from scripts.toolkit.charts import draw_health_medians
 from scripts.toolkit.compare_table import render, summarize
@@ -85,6 +87,7 @@ def test_unknown_modes_are_a_usage_error():
     assert "blocking, async, thread" in result.stderr
 
 
+@pytest.mark.timing
 def test_a_quick_comparison_shows_the_stall_writes_its_files_and_stops_everything(lab_database_url, tmp_path):
     result = run_module(
         "scripts.compare",

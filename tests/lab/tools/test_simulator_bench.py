@@ -4,6 +4,7 @@ bench's own command line."""
 import time
 
 import httpx
+import pytest
 
 from scripts.toolkit import lab, reference
 from tests.lab.simulator.sim_testing import chat_body
@@ -18,6 +19,7 @@ CALLS = [
 ]
 
 
+@pytest.mark.timing
 def test_the_reference_sleeps_the_delays_the_simulator_replays():
     """Same recording, same seed: each call waits the recorded latency the simulator would replay for it."""
     with reference.service() as sleeper, lab.simulator(speed=0) as simulator:

@@ -22,6 +22,7 @@ def provider_url():
         yield f"{simulator.url}/v1"
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("mode", MODES)
 def test_a_new_ticket_reports_its_three_provider_calls_in_order_within_its_time(served_api, provider_url, mode):
     with served_api(mode, provider_url=provider_url) as url:
@@ -63,6 +64,7 @@ def four_tickets_at_once(served_api, provider_url: str, mode: str, tickets: int 
         return stall(url, tickets)
 
 
+@pytest.mark.timing
 def test_blocking_mode_calls_the_provider_for_one_ticket_at_a_time_async_and_thread_for_all(served_api, provider_url):
     results = {mode: four_tickets_at_once(served_api, provider_url, mode) for mode in MODES}
     for result in results.values():

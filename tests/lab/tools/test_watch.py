@@ -77,6 +77,7 @@ def watched_stall(mode: str, lab_database_url: str, folder: Path) -> dict[str, s
             watch.stop()
 
 
+@pytest.mark.timing
 @pytest.mark.skipif(CHROMIUM is None, reason="Chromium is missing: apt-get install chromium")
 def test_the_page_shows_the_blocking_stall_and_not_the_async_one(lab_database_url):
     folder = output_folder(None, "watch-test")

@@ -63,6 +63,7 @@ def test_connections_lent_between_two_looks_are_seen_though_none_was_in_use_at_e
     assert interval_figures(scrape([]), scrape([]), scrape([]))["db_lent_per_s"] is None  # an API without the counter
 
 
+@pytest.mark.timing
 def test_rows_say_no_answer_while_the_api_hangs_or_is_down():
     async def watch_a_hanging_api() -> list[dict]:
         with socket.socket() as hanging:  # accepts connections, never answers
@@ -125,5 +126,6 @@ def test_a_recording_keeps_its_peaks_and_draws_them_with_the_silence_shaded(tmp_
     assert "simulator quota" not in svg  # the quota's panel only when the quota is on
 
 
+@pytest.mark.timing
 def test_a_faster_simulator_is_recorded_more_often_down_to_a_tenth_of_a_second():
     assert (record_tick_s(1), record_tick_s(0.5), record_tick_s(0.05), record_tick_s(3)) == (0.5, 0.25, 0.1, 0.5)
