@@ -8,11 +8,10 @@ import re
 import httpx
 import pytest
 
-from scripts.stall import measure_stall, median_pass, report, send_ticket
+from scripts.stall import measure_stall, median_pass, report, send_ticket, waited_share
 from scripts.toolkit import dataset
 from scripts.toolkit.answers import error_code, server_timing
 from scripts.toolkit.dataset import random_ticket
-from scripts.toolkit.health import waited_share
 from tests.fakes import FakeProvider
 from tests.lab.tools.commands import run_module
 from ticket_api.errors import ProviderBusy

@@ -68,16 +68,6 @@ def times_ms(probes: list[dict]) -> list[float]:
     return [probe["ms"] for probe in probes]
 
 
-def waited_share(probes: list[dict], total_s: float) -> float:
-    """The share of a run of `total_s` during which a GET /health was waiting for its answer (one at a time).
-
-    Where the median's answers can come in the gaps of a blocked loop (a busy machine's slow thread-pool
-    hops), the time they waited in all still says how long the loop held them.
-    """
-    waited_s = sum(max(0.0, min(probe["ms"] / 1000, total_s - probe["start_s"])) for probe in probes)
-    return waited_s / total_s if total_s > 0 else 0.0
-
-
 async def check_api(client: httpx.AsyncClient) -> None:
     """CommandError (exit code 2) unless the API at the client's base URL answers GET /health."""
     try:
