@@ -38,6 +38,9 @@ FIGURES = {
     "provider_in_flight_max": ("provider calls in flight (peak)", ""),
 }
 HELD_S = 1.0  # the event loop held this long in all, in spans of 0.1 s or more: worth saying, and the likely cause
+# The CPU of the API's process while its loop was held, in cores: a call that waits uses a percent or two; CPU work
+# all it gets, which on a busy machine (other processes on the cores) can be well under one core: 46% in one run.
+COMPUTING_CPU = 0.2
 # Why an API did not start (its one line begins with the exception's name) -> the hint.
 START_HINTS = dict.fromkeys(("SyntaxError", "IndentationError", "TabError"), "api-syntax-error")
 START_HINTS |= dict.fromkeys(("ImportError", "ModuleNotFoundError"), "api-import-error")
@@ -158,7 +161,7 @@ def check_command(ctx: Context, entry: dict, attempt: int) -> Result:
         return result
     # A held event loop explains slow answers and tickets that do not overlap alike: its hint wins.
     hint_id = entry["held"] if held and "held" in entry else entry["figures"][wrong[0].key]
-    if hint_id == "loop-held" and run.held and max(report["cpu"] or 0 for report in run.held) >= 0.5:
+    if hint_id == "loop-held" and run.held and max(report["cpu"] or 0 for report in run.held) >= COMPUTING_CPU:
         hint_id = "cpu-in-async"
     reason = [where] if where else []
     if run.figures.get("errors"):
@@ -204,7 +207,7 @@ def where_held(run: Run) -> str | None:
     reports = max(places.values(), key=lambda group: sum(report["ms"] for report in group))
     first, longest = reports[0], max(report["ms"] for report in reports)
     cpu = max(report["cpu"] or 0 for report in reports)
-    doing = f"computing (CPU {min(cpu, 1):.0%})" if cpu >= 0.5 else f"waiting (CPU {cpu:.0%})"
+    doing = f"computing (CPU {min(cpu, 1):.0%})" if cpu >= COMPUTING_CPU else f"waiting (CPU {cpu:.0%})"
     text = (
         f"the event loop was held by `{first['code']}` in {first['file']} line {first['line']} "
         f"({first['function']}), {_times(len(reports))}, up to {readable_ms(longest)} at a time, {doing}"
