@@ -8,7 +8,7 @@ latencies the simulator replays (classify + draft + embed; it picks recorded cal
 The bench drives async intake at 8, 32, 128, 256, 512 and 1,024 users against one API process,
 at 512 and 1,024 against two, and thread intake at 128, all on this machine: load generator,
 simulator (speed 1, quota off), PostgreSQL and API together. Each user keeps one connection
-(toolkit.load's closed loop, on aiohttp) and sends its next ticket as soon as the last answered;
+(toolkit.load.closed_loop's closed loop, on aiohttp) and sends its next ticket as soon as the last answered;
 their first tickets go out spread evenly over one T. Each level prints tickets per second (users
 ÷ mean ticket time × the share of 201s: Little's law), the limit and the fraction, latencies,
 /health's p99 and the CPU each process spent per ticket (the generator's beside the API's), and
@@ -37,13 +37,9 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 from scripts.reference_api import OPTIONS
-from scripts.toolkit import profile, wrk
-from scripts.toolkit.bench_report import by_generator, machine, report, verdicts
 from scripts.toolkit.cli import Clock, output_folder, parse_levels, positive_int, progress, run
-from scripts.toolkit.cpu import pace_ms, processes_by_role
-from scripts.toolkit.lab import api as api_service
-from scripts.toolkit.lab import started
-from scripts.toolkit.levels import (
+from scripts.toolkit.load import wrk
+from scripts.toolkit.load.levels import (
     Level,
     measure,
     measure_with_wrk,
@@ -52,8 +48,13 @@ from scripts.toolkit.levels import (
     ticket_alone,
     window_s,
 )
-from scripts.toolkit.processes import Service
-from scripts.toolkit.stack import Stack, event_loop, running_stack
+from scripts.toolkit.measure import profile
+from scripts.toolkit.measure.cpu import pace_ms, processes_by_role
+from scripts.toolkit.reports.bench_report import by_generator, machine, report, verdicts
+from scripts.toolkit.running.processes import Service
+from scripts.toolkit.running.services import api as api_service
+from scripts.toolkit.running.services import started
+from scripts.toolkit.running.stack import Stack, event_loop, running_stack
 
 REFERENCE_APP = "scripts.reference_api:app"
 OPTIONS_USERS = 256

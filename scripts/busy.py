@@ -22,9 +22,9 @@ import os
 import shlex
 from pathlib import Path
 
-from scripts.toolkit.busy import busy_machine, describe_loads, report_loads
 from scripts.toolkit.cli import CommandError, non_negative_int, progress, run
-from scripts.toolkit.processes import run_in_foreground
+from scripts.toolkit.running.busy import busy_machine, describe_loads, report_loads
+from scripts.toolkit.running.processes import run_in_foreground
 from ticket_api.config import load_settings
 from ticket_api.database import release_dsn, resolve_dsn
 

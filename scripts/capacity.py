@@ -4,7 +4,7 @@ It starts the lab as scripts.compare does, runs locustfiles/tickets.py headless 
 (a separate process: Locust's gevent patching stays out of this one), reads each ticket's time as
 Locust's processes recorded it, and sets each result against the Little's-law limit: users ÷ the
 provider's time per ticket, measured on the tickets saved during the same run. Meanwhile
-toolkit.watcher records what the server held (threads, DB connections, provider calls, the loop's
+toolkit.measure.held_series records what the server held (threads, DB connections, provider calls, the loop's
 lag), drawn per mode and users.
 """
 
@@ -15,15 +15,15 @@ import time
 from contextlib import AbstractContextManager
 from pathlib import Path
 
-from scripts.toolkit import charts
-from scripts.toolkit.capacity_table import render, summarize, write_files
 from scripts.toolkit.cli import Clock, output_folder, parse_levels, positive_float, positive_int, progress, run
-from scripts.toolkit.cpu import cpu_seconds
-from scripts.toolkit.held import describe_peaks
-from scripts.toolkit.load import SATURATED_CPU_SHARE
-from scripts.toolkit.locust import run_locust
-from scripts.toolkit.stack import EXIT_CODES, Stack, add_modes_argument, event_loop, running_stack
-from scripts.toolkit.watcher import record_tick_s, recorded_in_thread
+from scripts.toolkit.load.closed_loop import SATURATED_CPU_SHARE
+from scripts.toolkit.load.locust import run_locust
+from scripts.toolkit.measure.cpu import cpu_seconds
+from scripts.toolkit.measure.held_series import record_tick_s, recorded_in_thread
+from scripts.toolkit.reports import charts
+from scripts.toolkit.reports.capacity_table import render, summarize, write_files
+from scripts.toolkit.reports.held_chart import describe_peaks
+from scripts.toolkit.running.stack import EXIT_CODES, Stack, add_modes_argument, event_loop, running_stack
 
 
 def measure_modes(stack: Stack, args: argparse.Namespace, folder: Path, clock: Clock) -> list[dict]:

@@ -21,13 +21,13 @@ if not __package__:  # run as a file: the lab's folder, not scripts/, is where t
 import argparse  # noqa: E402
 import time  # noqa: E402
 
-from scripts.toolkit.check_context import Context  # noqa: E402
-from scripts.toolkit.check_report import CHECK_EXIT_CODES, as_json, as_text, exit_code  # noqa: E402
-from scripts.toolkit.checks import run_checks, with_dependencies  # noqa: E402
+from scripts.toolkit.check.checks import run_checks, with_dependencies  # noqa: E402
+from scripts.toolkit.check.context import Context  # noqa: E402
+from scripts.toolkit.check.lesson_checks import lesson_checks  # noqa: E402
+from scripts.toolkit.check.report import CHECK_EXIT_CODES, as_json, as_text, exit_code  # noqa: E402
+from scripts.toolkit.check.student_project import default_lesson  # noqa: E402
 from scripts.toolkit.cli import PROJECT_ROOT, Clock, CommandError, progress, run  # noqa: E402
-from scripts.toolkit.lesson_checks import lesson_checks  # noqa: E402
-from scripts.toolkit.lessons import load_lessons  # noqa: E402
-from scripts.toolkit.student_project import default_lesson  # noqa: E402
+from scripts.toolkit.lessons.spec import load_lessons  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

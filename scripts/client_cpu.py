@@ -24,13 +24,13 @@ from pathlib import Path
 
 import httpx
 
-from scripts.toolkit import charts
 from scripts.toolkit.cli import Clock, CommandError, format_table, output_folder, parse_levels, progress, run
-from scripts.toolkit.cpu import processes_by_role
-from scripts.toolkit.levels import measure, recorded_ticket_ms
+from scripts.toolkit.load.levels import measure, recorded_ticket_ms
+from scripts.toolkit.measure.cpu import processes_by_role
+from scripts.toolkit.measure.rates import lag_between, watchdog_lines
 from scripts.toolkit.metrics import Metrics, read_metrics
-from scripts.toolkit.readings import lag_between, watchdog_lines
-from scripts.toolkit.stack import Stack, running_stack
+from scripts.toolkit.reports import charts
+from scripts.toolkit.running.stack import Stack, running_stack
 
 CLIENTS = ("httpx", "httpx2", "aiohttp")
 LABELS = {"httpx": "httpx 0.28's own pool", "httpx2": "httpx2's own pool", "aiohttp": "httpx over httpx-aiohttp"}

@@ -4,7 +4,7 @@ It starts the database, then a simulator (quota off) and the API for each INTAKE
 asyncio's event loop, or on each loop of --loop), runs scripts.stall against each, prints the table
 beside the course's figures, and writes the figures (JSON, CSV), the chart of /health medians,
 one timeline per mode and loop and one chart of what the server held meanwhile (threads, DB
-connections, provider calls, the loop's lag: toolkit.watcher's recording) to an output folder.
+connections, provider calls, the loop's lag: toolkit.measure.held_series's recording) to an output folder.
 """
 
 import argparse
@@ -12,12 +12,12 @@ import asyncio
 import json
 
 from scripts.stall import measure_stall
-from scripts.toolkit import charts
 from scripts.toolkit.cli import Clock, output_folder, positive_float, positive_int, progress, run
-from scripts.toolkit.compare_table import render, shown_ms, summarize, write_files
-from scripts.toolkit.held import describe_peaks
-from scripts.toolkit.stack import EXIT_CODES, Stack, add_modes_argument, parse_loops, run_name, running_stack
-from scripts.toolkit.watcher import record_tick_s, watched
+from scripts.toolkit.measure.held_series import record_tick_s, watched
+from scripts.toolkit.reports import charts
+from scripts.toolkit.reports.compare_table import render, shown_ms, summarize, write_files
+from scripts.toolkit.reports.held_chart import describe_peaks
+from scripts.toolkit.running.stack import EXIT_CODES, Stack, add_modes_argument, parse_loops, run_name, running_stack
 
 
 def measure_modes(

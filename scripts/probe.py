@@ -16,8 +16,8 @@ import httpx
 from scripts.experiments.runner import MEASURE_EXIT_CODES, add_app_arguments, app_to_measure, check_app_arguments
 from scripts.toolkit.cli import fmt_ms, positive_float, positive_int, progress, route_path, run
 from scripts.toolkit.health import check_api, probe_health, times_ms
-from scripts.toolkit.load import closed_loop, getter, session, warm_up
-from scripts.toolkit.quantiles import summarize
+from scripts.toolkit.load.closed_loop import closed_loop, getter, session, warm_up
+from scripts.toolkit.measure.quantiles import summarize
 
 
 async def measure(url: str, path: str, concurrency: int, requests: int, interval_s: float) -> dict:

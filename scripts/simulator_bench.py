@@ -1,8 +1,8 @@
 """Measure that the simulator is never the bottleneck: `python -m scripts.simulator_bench` (a benchmark).
 
 It starts the simulator on a free loopback port, drives it with the lab's one closed load loop
-(toolkit.load, on aiohttp, in this process), prints its figures against their targets, and stops
-every process it started. The delay the simulator adds is judged against toolkit.reference, a
+(toolkit.load.closed_loop, on aiohttp, in this process), prints its figures against their targets, and stops
+every process it started. The delay the simulator adds is judged against toolkit.running.sleeping_provider, a
 provider that only sleeps, served by uvicorn as the simulator is and driven the same way in
 alternate rounds: what the generator, the server and the loop cost by themselves is not the
 simulator's.
@@ -21,12 +21,12 @@ from contextlib import ExitStack
 
 import orjson
 
-from scripts.toolkit import lab, reference
 from scripts.toolkit.answers import Answer
 from scripts.toolkit.cli import format_table, positive_float, progress, run
-from scripts.toolkit.levels import health_during
-from scripts.toolkit.load import Load, closed_loop, sender, session
-from scripts.toolkit.quantiles import quantile
+from scripts.toolkit.load.closed_loop import Load, closed_loop, sender, session
+from scripts.toolkit.load.levels import health_during
+from scripts.toolkit.measure.quantiles import quantile
+from scripts.toolkit.running import services, sleeping_provider
 from simulator.embeddings import embed_text
 
 TARGET_THROUGHPUT = 2000  # zero-delay calls per second
@@ -110,7 +110,7 @@ def measure(duration_s: float) -> list[dict]:
     cost_ms = embed_text_cost_ms()
     figures = [figure("embed_text, 60 new words at 256 dimensions", cost_ms, "ms", TARGET_EMBED_MS)]
     progress("phase 1/3: zero-delay calls (--speed 0), 64 connections ...")
-    with lab.simulator(speed=0) as simulator:
+    with services.simulator(speed=0) as simulator:
         calls = measured(drive(simulator.url, 64, duration_s, 1.0)[0], 1.0)
     throughput = len(calls) / duration_s
     figures.append(figure("zero-delay throughput", throughput, "calls/s", TARGET_THROUGHPUT, most=False))
@@ -118,8 +118,8 @@ def measure(duration_s: float) -> list[dict]:
     progress(f"phase 2/3: 500 concurrent calls, {ROUNDS} rounds on the reference server and on the simulator in turn")
     p99s: dict[str, list[float]] = {"reference server": [], "simulator": []}
     with ExitStack() as servers:
-        urls = {"reference server": servers.enter_context(reference.service()).url}
-        urls["simulator"] = servers.enter_context(lab.simulator(speed=1)).url
+        urls = {"reference server": servers.enter_context(sleeping_provider.service()).url}
+        urls["simulator"] = servers.enter_context(services.simulator(speed=1)).url
         for number in range(1, ROUNDS + 1):
             for name, url in urls.items():
                 progress(f"  round {number}/{ROUNDS}: {name}")
@@ -165,7 +165,7 @@ def main() -> int:
     parser.add_argument("--duration", type=positive_float, default=5.0, help="seconds per phase and round (default 5)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
-    short = lab.raise_open_files_limit(2 * 1200 + 256)
+    short = services.raise_open_files_limit(2 * 1200 + 256)
     if short:
         progress(f"warning: {short}: phase 3 may not open all its connections")
     figures = measure(args.duration)

@@ -16,14 +16,14 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from scripts.toolkit import lab
 from scripts.toolkit.cli import PROJECT_ROOT, CommandError, progress, run
 from scripts.toolkit.databases import init
-from scripts.toolkit.lessons import command_speed, load_lessons, run_command, shape_problems
-from scripts.toolkit.project import OWN_README, all_files, student_files, unused_files
+from scripts.toolkit.lessons.snapshots_readme import render_readme
+from scripts.toolkit.lessons.spec import command_speed, load_lessons, run_command, shape_problems
+from scripts.toolkit.lessons.student_files import OWN_README, all_files, student_files, unused_files
+from scripts.toolkit.lessons.suites import run_suite
+from scripts.toolkit.running import services
 from scripts.toolkit.settings_table import load_settings_class, with_settings_table
-from scripts.toolkit.snapshots_readme import render_readme
-from scripts.toolkit.suites import run_suite
 from ticket_api.config import load_settings
 from ticket_api.database import resolve_dsn
 
@@ -168,8 +168,8 @@ def check_command(project: Path, command: dict, speed: float, database_url: str)
     speed = command_speed(command, speed)
     env = {**command.get("api_env", {}), "DATABASE_URL": database_url}
     try:
-        with lab.simulator(speed=speed, quota=0, cwd=project) as simulator:
-            with lab.api(f"{simulator.url}/v1", env=env, cwd=project) as api:
+        with services.simulator(speed=speed, quota=0, cwd=project) as simulator:
+            with services.api(f"{simulator.url}/v1", env=env, cwd=project) as api:
                 figures = run_command(command, api.url, speed, cwd=project)
     except CommandError as exc:
         return [f"{command['name']}: {exc}"]

@@ -24,15 +24,16 @@ from pathlib import Path
 
 import httpx
 
-from scripts.toolkit import dataset, lab
-from scripts.toolkit.audit import check_rows, make_tickets, summarize
+from scripts.toolkit import dataset
 from scripts.toolkit.cli import Clock, output_folder, positive_float, positive_int, progress, run
 from scripts.toolkit.databases import create_lab_database, drop_database
-from scripts.toolkit.faults import send_all
-from scripts.toolkit.lab import STOP_TIMEOUT_S, started
-from scripts.toolkit.postgres import crash_postgres
-from scripts.toolkit.processes import Service
-from scripts.toolkit.stack import parse_modes
+from scripts.toolkit.running import services
+from scripts.toolkit.running.postgres import crash_postgres
+from scripts.toolkit.running.processes import Service
+from scripts.toolkit.running.services import STOP_TIMEOUT_S, started
+from scripts.toolkit.running.stack import parse_modes
+from scripts.toolkit.soak.audit import check_rows, make_tickets, summarize
+from scripts.toolkit.soak.faults import send_all
 from ticket_api.config import load_settings
 from ticket_api.database import resolve_dsn, shown_dsn
 from ticket_api.embedded import embedded_dsn, stop_embedded
@@ -58,7 +59,7 @@ def soak_mode(
     result = None
     try:
         env = {"INTAKE_MODE": mode, "DATABASE_URL": dsn, "PROVIDER_TIMEOUT_S": f"{args.provider_timeout:g}"}
-        api = lab.api(f"{simulator.url}/v1", env=env, log_dir=log_dir / mode)
+        api = services.api(f"{simulator.url}/v1", env=env, log_dir=log_dir / mode)
         replacement = Service("api", api.argv, api.port, env=api.env, log_dir=log_dir / f"{mode}-restarted")
 
         def restart() -> dict:
@@ -193,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     server_dsn = embedded_dsn(pgdata) if pgdata else resolve_dsn(load_settings())
     progress(f"[{clock}] database server {shown_dsn(server_dsn)}")
     try:
-        simulator = lab.simulator(speed=args.speed, quota=args.quota, extra=faults, log_dir=folder / "logs")
+        simulator = services.simulator(speed=args.speed, quota=args.quota, extra=faults, log_dir=folder / "logs")
         with started(simulator):
             for mode in args.modes:
                 results.append(soak_mode(mode, args, server_dsn, simulator, folder / "logs", clock, pgdata))

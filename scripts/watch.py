@@ -16,10 +16,10 @@ from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import Route
 
 from scripts.toolkit.cli import run
-from scripts.toolkit.processes import serve_in_thread
-from scripts.toolkit.watcher import Watcher, watching_in_thread
+from scripts.toolkit.measure.held_series import Watcher, watching_in_thread
+from scripts.toolkit.running.processes import serve_in_thread
 
-PAGE = Path(__file__).resolve().parent / "toolkit" / "watch_page.html"
+PAGE = Path(__file__).resolve().parent / "toolkit" / "reports" / "watch_page.html"
 DEFAULT_API = "http://127.0.0.1:8000"
 DEFAULT_SIMULATOR = "http://127.0.0.1:8100"
 DEFAULT_PORT = 8300

@@ -4,7 +4,7 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from scripts.toolkit import lab, processes
+from scripts.toolkit.running import processes, services
 from tests.servers import serve
 from ticket_api.main import create_app
 
@@ -14,7 +14,7 @@ NEW = {"subject": "Refund for order 4411", "body": "I returned the shoes two wee
 @pytest.fixture(scope="module")
 def simulator():
     """`python -m simulator` at speed 0.01 with the quota off, for this module."""
-    with lab.simulator(speed=0.01, quota=0) as service:
+    with services.simulator(speed=0.01, quota=0) as service:
         yield service
 
 
@@ -28,7 +28,7 @@ def test_a_ticket_through_the_simulator(make_settings, simulator, customer_id):
 
 
 def test_a_spent_quota_becomes_503_ai_busy_with_retry_after(make_settings, customer_id, db_conn):
-    with lab.simulator(speed=0.01, quota=2) as busy:  # 2 chat calls a minute: one ticket
+    with services.simulator(speed=0.01, quota=2) as busy:  # 2 chat calls a minute: one ticket
         with TestClient(create_app(make_settings(provider_url=f"{busy.url}/v1"))) as client:
             first = client.post("/v1/tickets", json={"customer_id": customer_id, **NEW})
             second = client.post("/v1/tickets", json={"customer_id": customer_id, **NEW})

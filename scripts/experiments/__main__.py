@@ -12,8 +12,8 @@ import os
 from scripts.experiments.runner import APP
 from scripts.experiments.settings import DEFAULT_PROVIDER_URL, DEFAULT_THREAD_LIMIT, ExperimentSettings
 from scripts.toolkit.cli import CommandError, positive_int, progress, run
-from scripts.toolkit.lab import uvicorn_command
-from scripts.toolkit.processes import check_port_free, running
+from scripts.toolkit.running.processes import check_port_free, running
+from scripts.toolkit.running.services import uvicorn_command
 
 DEFAULT_PORT = 8200
 

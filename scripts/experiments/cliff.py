@@ -8,8 +8,8 @@ import httpx
 from scripts.toolkit.answers import describe_failure
 from scripts.toolkit.cli import CommandError, fmt_ms, progress
 from scripts.toolkit.health import probe_health, times_ms
-from scripts.toolkit.load import Send, closed_loop, getter, session, warm_up
-from scripts.toolkit.quantiles import quantile
+from scripts.toolkit.load.closed_loop import Send, closed_loop, getter, session, warm_up
+from scripts.toolkit.measure.quantiles import quantile
 
 SLOW_PATH = "/sleep/def?ms={ms}"
 TRIVIAL_PATH = "/noop/def"

@@ -4,8 +4,8 @@ import httpx
 
 from scripts.toolkit.cli import fmt_ms, progress
 from scripts.toolkit.health import check_api
-from scripts.toolkit.load import closed_loop, getter, session, warm_up
-from scripts.toolkit.quantiles import quantile
+from scripts.toolkit.load.closed_loop import closed_loop, getter, session, warm_up
+from scripts.toolkit.measure.quantiles import quantile
 
 # Clients added past the knee bring less than this share of the req/s they would bring with room to spare.
 KNEE_SHARE_OF_IDEAL = 0.25

@@ -1,10 +1,11 @@
-"""One home per idea (scripts/toolkit/__init__.py's map): each idea's code lives in its module and nowhere else in
-scripts/, and the map names every module of the toolkit, and only those.
+"""One home per idea: each idea's code lives in its module and nowhere else in scripts/; and the toolkit's folders are
+its map: its __init__.py names every module at its top and every folder, each folder's names every module in it.
 
 The code is read with `ast`, docstrings left out: a module may say what another one does.
 """
 
 import ast
+import importlib
 import re
 from pathlib import Path
 from typing import get_args
@@ -13,7 +14,7 @@ import pytest
 
 import scripts.toolkit
 from scripts.toolkit.cli import PROJECT_ROOT
-from scripts.toolkit.stack import MODES
+from scripts.toolkit.running.stack import MODES
 from ticket_api.config import Settings
 
 SCRIPTS = PROJECT_ROOT / "scripts"
@@ -78,28 +79,28 @@ def health_requests(tree: ast.AST) -> list[int]:
 
 # idea: (its home, what only the home may have in its code)
 HOMES = {
-    "the closed load loop": ("load.py", lambda tree: bool(closed_loops(tree))),
+    "the closed load loop": ("load/closed_loop.py", lambda tree: bool(closed_loops(tree))),
     "the load's client": (
-        "load.py",
+        "load/closed_loop.py",
         lambda tree: bool({"aiohttp.ClientSession", "aiohttp.TCPConnector"} & dotted_calls(tree)),
     ),
     "the /health prober": ("health.py", lambda tree: bool(health_requests(tree))),
     "the process runner": (
-        "processes.py",
+        "running/processes.py",
         lambda tree: bool(
             {"subprocess.Popen", "os.killpg", "os.kill", "uvicorn.Server", "uvicorn.run"} & dotted_calls(tree)
         ),
     ),
-    "the uvicorn command line": ("lab.py", lambda tree: "uvicorn" in strings(tree)),
-    "postmaster.pid": ("postgres.py", lambda tree: any("postmaster.pid" in text for text in strings(tree))),
+    "the uvicorn command line": ("running/services.py", lambda tree: "uvicorn" in strings(tree)),
+    "postmaster.pid": ("running/postgres.py", lambda tree: any("postmaster.pid" in text for text in strings(tree))),
     "the quantile": (
-        "quantiles.py",
+        "measure/quantiles.py",
         lambda tree: any(
             isinstance(n, ast.FunctionDef) and n.name in ("quantile", "percentile") for n in ast.walk(tree)
         ),
     ),
     "the /metrics parser": ("metrics.py", lambda tree: "text_string_to_metric_families" in ast.unparse(tree)),
-    "the course's figures": ("course.py", lambda tree: any("course.toml" in text for text in strings(tree))),
+    "the course's figures": ("reports/course_figures.py", lambda tree: any("course.toml" in text for text in strings(tree))),
 }
 
 
@@ -122,15 +123,25 @@ def test_no_hand_written_http_client_or_server():
         assert not any(call.endswith(".create_server") for call in calls), path
 
 
-def test_the_map_names_every_module_of_the_toolkit_and_only_those():
-    doc = scripts.toolkit.__doc__ or ""
+def named_in(package) -> set[str]:
+    """The names a package's docstring maps: the words before the colon of each `- a, b and c: ...` line."""
     named = set()
-    for line in doc.splitlines():
+    for line in (package.__doc__ or "").splitlines():
         if line.startswith("- "):
             names = line[2:].partition(":")[0]
-            named |= {name.strip() for name in re.split(r",| and ", names)}
-    modules = {path.stem for path in TOOLKIT.glob("*.py") if path.stem != "__init__"}
-    assert named == modules
+            named |= {name.strip().rstrip("/") for name in re.split(r",| and ", names)}
+    return named
+
+
+def test_the_toolkits_folders_are_its_map_and_each_names_its_modules():
+    folders = {path.name for path in TOOLKIT.iterdir() if (path / "__init__.py").is_file()}
+    top = {path.stem for path in TOOLKIT.glob("*.py") if path.stem != "__init__"}
+    assert named_in(scripts.toolkit) == top | folders
+    assert len(top) <= 8  # the rest lives in a folder named for its concern
+    for folder in folders:
+        package = importlib.import_module(f"scripts.toolkit.{folder}")
+        modules = {path.stem for path in (TOOLKIT / folder).glob("*.py") if path.stem != "__init__"}
+        assert named_in(package) == modules, folder
 
 
 def test_the_checks_find_what_they_look_for():

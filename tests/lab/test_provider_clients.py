@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from fastapi import FastAPI
 
-from scripts.toolkit import lab, processes
+from scripts.toolkit.running import processes, services
 from tests.servers import serve
 from ticket_api.config import load_settings
 from ticket_api.errors import ProviderBusy, ProviderTimeout, ProviderUnavailable
@@ -35,7 +35,7 @@ def acall(client: str, url: str, **settings) -> tuple[dict, float]:
 
 @pytest.fixture(scope="module")
 def simulator():
-    with lab.simulator(speed=0.01, quota=0) as service:
+    with services.simulator(speed=0.01, quota=0) as service:
         yield service
 
 
@@ -95,14 +95,14 @@ def test_a_closed_connection_is_unavailable_not_a_timeout(client, closing_server
 @pytest.mark.timing
 @pytest.mark.parametrize("client", CLIENTS)
 def test_a_hanging_provider_is_a_timeout(client):
-    with lab.simulator(speed=0.01, quota=0, extra=["--hang-rate", "1", "--hang-s", "30"]) as hanging:
+    with services.simulator(speed=0.01, quota=0, extra=["--hang-rate", "1", "--hang-s", "30"]) as hanging:
         with pytest.raises(ProviderTimeout):
             acall(client, f"{hanging.url}/v1", provider_timeout_s=0.5)
 
 
 @pytest.mark.parametrize("client", CLIENTS)
 def test_a_spent_quota_is_busy_with_retry_after(client):
-    with lab.simulator(speed=0.01, quota=1) as busy:
+    with services.simulator(speed=0.01, quota=1) as busy:
         acall(client, f"{busy.url}/v1")
         with pytest.raises(ProviderBusy) as caught:
             acall(client, f"{busy.url}/v1")

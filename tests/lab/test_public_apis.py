@@ -13,7 +13,7 @@ import importlib
 import pytest
 
 from scripts.toolkit.cli import PROJECT_ROOT as ROOT
-from scripts.toolkit.project import student_files
+from scripts.toolkit.lessons.student_files import student_files
 
 NOT_IMPORTED = {"locust"}  # importing it monkey-patches this process with gevent
 OWN_PACKAGES = {"ticket_api", "simulator", "scripts", "tests", "locustfiles"}
@@ -206,4 +206,4 @@ def test_the_check_catches_what_the_tree_once_did(pattern):
 def test_what_students_get_is_checked():
     names = student_sources()
     assert {"ticket_api/provider.py", "ticket_api/main.py", "tests/servers.py", "scripts/stall.py"} <= set(names)
-    assert not any(name.startswith(("tests/lab/", "scripts/toolkit/stack.py")) for name in names)
+    assert not any(name.startswith(("tests/lab/", "scripts/toolkit/running/stack.py")) for name in names)

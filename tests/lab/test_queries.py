@@ -19,7 +19,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from scripts.toolkit.databases import temporary_database
-from scripts.toolkit.stack import MODES
+from scripts.toolkit.running.stack import MODES
 from tests.fakes import FakeProvider
 from ticket_api.config import load_settings
 from ticket_api.connecting import connect

@@ -6,8 +6,8 @@ import sys
 import pytest
 
 from scripts.toolkit.cli import PROJECT_ROOT as ROOT
-from scripts.toolkit.lessons import shape_problems
-from scripts.toolkit.project import student_files, unused_files
+from scripts.toolkit.lessons.spec import shape_problems
+from scripts.toolkit.lessons.student_files import student_files, unused_files
 
 
 def test_shapes_compare_lists_bounds_and_scaled_bounds():
@@ -57,7 +57,7 @@ def test_a_students_scripts_are_the_lessons_and_what_they_import_and_a_file_noth
         "scripts/bench.py": "from scripts.toolkit import load\n",
         "scripts/toolkit/__init__.py": "",
         "scripts/toolkit/cli.py": "",
-        "scripts/toolkit/load.py": "",
+        "scripts/toolkit/load/closed_loop.py": "",
         "tests/conftest.py": "from tests.helpers import helper\n",
         "tests/helpers.py": "helper = 1\n",
         "tests/lab/test_lab_only.py": "",
@@ -69,7 +69,12 @@ def test_a_students_scripts_are_the_lessons_and_what_they_import_and_a_file_noth
     found = student_files(tmp_path)
     assert {"scripts/db.py", "scripts/toolkit/cli.py", "scripts/toolkit/__init__.py", "tests/helpers.py"} <= found
     assert (
-        not {"scripts/bench.py", "scripts/toolkit/load.py", "ticket_api/README.md", "tests/lab/test_lab_only.py"}
+        not {
+            "scripts/bench.py",
+            "scripts/toolkit/load/closed_loop.py",
+            "ticket_api/README.md",
+            "tests/lab/test_lab_only.py",
+        }
         & found
     )
     assert unused_files(tmp_path) == ["ticket_api/orphan.py"]

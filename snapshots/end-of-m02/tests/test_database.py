@@ -5,7 +5,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from scripts.toolkit.databases import temporary_database
-from scripts.toolkit.processes import free_port
+from scripts.toolkit.running.processes import free_port
 from tests.fakes import FakeProvider
 from ticket_api.connecting import connect, shown_dsn
 from ticket_api.database import Database, apply_schema, resolve_dsn

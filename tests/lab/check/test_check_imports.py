@@ -6,9 +6,9 @@ import re
 import sys
 import tomllib
 
+from scripts.toolkit.check.student_project import SNAPSHOTS
 from scripts.toolkit.cli import PROJECT_ROOT
-from scripts.toolkit.project import reachable
-from scripts.toolkit.student_project import SNAPSHOTS
+from scripts.toolkit.lessons.student_files import reachable
 
 
 def test_the_checker_needs_nothing_a_students_project_does_not_install():

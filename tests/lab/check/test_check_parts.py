@@ -14,10 +14,8 @@ from pathlib import Path
 import pytest
 from fastapi import FastAPI
 
-from scripts.toolkit import held_loop
-from scripts.toolkit.check_report import as_text, exit_code, hints
-from scripts.toolkit.check_stack import startup_failure
-from scripts.toolkit.checks import (
+from scripts.toolkit.check import loop_sampler
+from scripts.toolkit.check.checks import (
     ERROR,
     FAILED,
     PASSED,
@@ -29,8 +27,10 @@ from scripts.toolkit.checks import (
     run_checks,
     with_dependencies,
 )
+from scripts.toolkit.check.report import as_text, exit_code, hints
+from scripts.toolkit.check.student_api import startup_failure
 from scripts.toolkit.cli import PROJECT_ROOT, Clock
-from scripts.toolkit.lessons import CommandTimedOut, expectation, load_lessons, run_command
+from scripts.toolkit.lessons.spec import CommandTimedOut, expectation, load_lessons, run_command
 from tests.servers import serve
 
 _, LESSONS = load_lessons()
@@ -170,7 +170,7 @@ def test_the_sampler_names_the_coroutine_that_held_the_loop_and_what_waited_unde
             """\
             import asyncio, threading, time
             from pathlib import Path
-            from scripts.toolkit import held_loop
+            from scripts.toolkit.check import loop_sampler
 
             def wait():
                 time.sleep(0.4)
@@ -187,7 +187,7 @@ def test_the_sampler_names_the_coroutine_that_held_the_loop_and_what_waited_unde
             async def main():
                 await asyncio.gather(handler(), quick())
 
-            threading.Thread(target=held_loop.watch, args=(threading.get_ident(), Path.cwd()), daemon=True).start()
+            threading.Thread(target=loop_sampler.watch, args=(threading.get_ident(), Path.cwd()), daemon=True).start()
             asyncio.run(main())
             time.sleep(0.1)
             """
@@ -195,7 +195,7 @@ def test_the_sampler_names_the_coroutine_that_held_the_loop_and_what_waited_unde
     )
     env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
     result = subprocess.run([sys.executable, "app.py"], cwd=tmp_path, env=env, capture_output=True, text=True)
-    [report] = held_loop.read_held(result.stderr)
+    [report] = loop_sampler.read_held(result.stderr)
     assert (report["file"], report["line"], report["function"], report["code"]) == ("app.py", 10, "handler", "wait()")
     assert report["waiting_in"] == {"file": "app.py", "line": 6, "function": "wait", "code": "time.sleep(0.4)"}
     assert 300 <= report["ms"] <= 600 and report["cpu"] < 0.5  # waiting, not computing
@@ -203,16 +203,16 @@ def test_the_sampler_names_the_coroutine_that_held_the_loop_and_what_waited_unde
 
 def test_a_report_is_read_back_even_from_a_line_another_thread_wrote_into():
     report = {"ms": 412, "cpu": 0.02, "file": "ticket_api/ai.py", "line": 82, "function": "f", "code": "x()"}
-    text = f"INFO: started\nINFO ticket_api: GET /h{held_loop.MARK}{json.dumps(report)}INFO ticket_api: POST 201\n"
-    assert held_loop.read_held(text) == [report]
+    text = f"INFO: started\nINFO ticket_api: GET /h{loop_sampler.MARK}{json.dumps(report)}INFO ticket_api: POST 201\n"
+    assert loop_sampler.read_held(text) == [report]
 
 
 def test_the_projects_own_code_is_its_folder_without_installed_libraries_or_hidden_folders(tmp_path):
-    assert held_loop.in_project(tmp_path / "ticket_api" / "ai.py", tmp_path)
-    assert not held_loop.in_project(tmp_path / ".venv" / "lib" / "httpx" / "_client.py", tmp_path)
-    assert not held_loop.in_project(tmp_path / "venv" / "lib" / "site-packages" / "httpx.py", tmp_path)
-    assert not held_loop.in_project(Path("/usr/lib/python3.11/asyncio/events.py"), tmp_path)
-    assert not held_loop.in_project(Path("<frozen runpy>"), tmp_path)
+    assert loop_sampler.in_project(tmp_path / "ticket_api" / "ai.py", tmp_path)
+    assert not loop_sampler.in_project(tmp_path / ".venv" / "lib" / "httpx" / "_client.py", tmp_path)
+    assert not loop_sampler.in_project(tmp_path / "venv" / "lib" / "site-packages" / "httpx.py", tmp_path)
+    assert not loop_sampler.in_project(Path("/usr/lib/python3.11/asyncio/events.py"), tmp_path)
+    assert not loop_sampler.in_project(Path("<frozen runpy>"), tmp_path)
 
 
 def test_an_equals_bound_and_the_shapes_of_lessons_toml():
@@ -222,7 +222,9 @@ def test_an_equals_bound_and_the_shapes_of_lessons_toml():
 
 def test_every_check_of_lessons_toml_names_its_command_figures_and_hints_and_every_hint_is_used():
     known = set(hints())
-    used = set(re.findall(r'"([a-z]+(?:-[a-z]+)+)"', (PROJECT_ROOT / "scripts/toolkit/lesson_checks.py").read_text()))
+    used = set(
+        re.findall(r'"([a-z]+(?:-[a-z]+)+)"', (PROJECT_ROOT / "scripts/toolkit/check/lesson_checks.py").read_text())
+    )
     for lesson in LESSONS:
         commands = {command["name"]: command for lesson in LESSONS for command in lesson.commands}
         for entry in lesson.checks:

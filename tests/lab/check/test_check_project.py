@@ -8,9 +8,7 @@ import sys
 
 import pytest
 
-from scripts.toolkit.cli import PROJECT_ROOT
-from scripts.toolkit.lessons import load_lessons
-from scripts.toolkit.student_project import (
+from scripts.toolkit.check.student_project import (
     COPIED,
     EDITED,
     MISSING,
@@ -20,7 +18,9 @@ from scripts.toolkit.student_project import (
     file_states,
     settings_given,
 )
-from scripts.toolkit.suites import run_suite
+from scripts.toolkit.cli import PROJECT_ROOT
+from scripts.toolkit.lessons.spec import load_lessons
+from scripts.toolkit.lessons.suites import run_suite
 
 _, LESSONS = load_lessons()
 

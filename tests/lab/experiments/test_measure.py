@@ -14,8 +14,17 @@ from starlette.routing import Route
 from scripts.toolkit.answers import describe_failure, server_total_ms
 from scripts.toolkit.cli import CommandError, parse_levels
 from scripts.toolkit.health import check_api, probe_health
-from scripts.toolkit.load import Load, Outcome, Send, closed_loop, generator_saturated, getter, session, warm_up
-from scripts.toolkit.quantiles import quantile, summarize
+from scripts.toolkit.load.closed_loop import (
+    Load,
+    Outcome,
+    Send,
+    closed_loop,
+    generator_saturated,
+    getter,
+    session,
+    warm_up,
+)
+from scripts.toolkit.measure.quantiles import quantile, summarize
 from tests.servers import serve
 
 

@@ -19,8 +19,8 @@ import pytest
 
 from scripts.experiments.runner import experiment_app
 from scripts.experiments.settings import ExperimentSettings
-from scripts.toolkit import lab
-from scripts.toolkit.processes import free_port, start_process, stop_process
+from scripts.toolkit.running import services
+from scripts.toolkit.running.processes import free_port, start_process, stop_process
 
 COMMANDS = {
     "probe a def route": ["probe", "/sleep/def?ms=10", "--requests", "20"],
@@ -96,7 +96,7 @@ def test_sigterm_during_the_measurement_stops_what_the_command_started():
 
 
 def test_the_runner_starts_the_workers_asked_for():
-    with lab.started(experiment_app(ExperimentSettings(), workers=2)) as app:
+    with services.started(experiment_app(ExperimentSettings(), workers=2)) as app:
         workers = [
             child
             for child in psutil.Process(app.process.pid).children()

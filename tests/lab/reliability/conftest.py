@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from scripts.toolkit import lab, processes
+from scripts.toolkit.running import processes, services
 from ticket_api.connecting import connect
 from ticket_api.database import apply_schema
 from ticket_api.embedded import embedded_dsn, stop_embedded
@@ -17,7 +17,9 @@ def start_simulator(tmp_path_factory) -> Iterator:
     started: list[processes.Service] = []
 
     def start(*flags: str, speed: float = 0.01, quota: int = 0) -> processes.Service:
-        service = lab.simulator(speed=speed, quota=quota, extra=list(flags), log_dir=tmp_path_factory.mktemp("sim"))
+        service = services.simulator(
+            speed=speed, quota=quota, extra=list(flags), log_dir=tmp_path_factory.mktemp("sim")
+        )
         started.append(service)
         return service.start()
 
@@ -33,7 +35,7 @@ def start_api(database_url: str, tmp_path) -> Iterator:
 
     def start(provider_url: str, **env: str) -> processes.Service:
         settings = {"DATABASE_URL": database_url, **env}
-        service = lab.api(provider_url, env=settings, log_dir=tmp_path / f"api-{len(started)}")
+        service = services.api(provider_url, env=settings, log_dir=tmp_path / f"api-{len(started)}")
         started.append(service)
         return service.start()
 

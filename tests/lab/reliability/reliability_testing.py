@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import psycopg
 
-from scripts.toolkit.load import closed_loop, outcome_of
+from scripts.toolkit.load.closed_loop import closed_loop, outcome_of
 from scripts.toolkit.metrics import metric_totals
 from tests.lab.tools.commands import run_module
 

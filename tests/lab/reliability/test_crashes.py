@@ -14,10 +14,10 @@ import httpx
 import pytest
 
 from scripts.toolkit import dataset
-from scripts.toolkit.audit import Journey, check_rows, make_tickets
 from scripts.toolkit.databases import create_lab_database, drop_database
-from scripts.toolkit.postgres import kill_postgres
-from scripts.toolkit.stack import MODES
+from scripts.toolkit.running.postgres import kill_postgres
+from scripts.toolkit.running.stack import MODES
+from scripts.toolkit.soak.audit import Journey, check_rows, make_tickets
 from tests.lab.reliability.reliability_testing import (
     keyed_load,
     marker_of,

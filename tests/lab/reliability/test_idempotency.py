@@ -5,7 +5,7 @@ import uuid
 import pytest
 from fastapi.testclient import TestClient
 
-from scripts.toolkit.stack import MODES
+from scripts.toolkit.running.stack import MODES
 from tests.fakes import FakeProvider
 from tests.lab.reliability.reliability_testing import marked_ticket, post_all, rows_of
 from tests.servers import serve

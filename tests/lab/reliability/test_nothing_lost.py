@@ -12,9 +12,9 @@ from collections import Counter
 import pytest
 
 from scripts.toolkit import dataset
-from scripts.toolkit.audit import Journey, check_rows, make_tickets
 from scripts.toolkit.databases import create_lab_database, drop_database
-from scripts.toolkit.stack import MODES
+from scripts.toolkit.running.stack import MODES
+from scripts.toolkit.soak.audit import Journey, check_rows, make_tickets
 from tests.lab.reliability.reliability_testing import (
     assert_idle,
     assert_rows_match_answer,

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from scripts.toolkit.stack import MODES
+from scripts.toolkit.running.stack import MODES
 from simulator.app import build_app
 from simulator.replay import load_recording
 from simulator.settings import BUNDLED_RECORDING

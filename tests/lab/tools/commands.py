@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 
 from scripts.toolkit.cli import PROJECT_ROOT
 
-# What every recorded row holds (scripts/toolkit/watcher.py), as compare.json and capacity.json keep it.
+# What every recorded row holds (scripts/toolkit/measure/held_series.py), as compare.json and capacity.json keep it.
 HELD_FIELDS = (
     "t",
     "health_s",

@@ -11,10 +11,11 @@ from fastapi import FastAPI, Request
 
 from scripts.bench import in_turn
 from scripts.reference_api import OPTIONS
-from scripts.toolkit import lab, wrk
-from scripts.toolkit.bench_report import by_generator, verdicts
-from scripts.toolkit.cpu import cpu_between
-from scripts.toolkit.levels import Level
+from scripts.toolkit.load import wrk
+from scripts.toolkit.load.levels import Level
+from scripts.toolkit.measure.cpu import cpu_between
+from scripts.toolkit.reports.bench_report import by_generator, verdicts
+from scripts.toolkit.running import services
 from tests.lab.tools.commands import run_module
 from tests.servers import serve
 
@@ -87,10 +88,12 @@ def test_two_apps_take_turns_each_round_and_each_is_pooled():
 def test_each_option_of_the_reference_answers_a_ticket_as_the_reference_does(lab_database_url):
     new = {"customer_id": 1, "subject": "Refund for order 4411", "body": "I returned the shoes."}
     answers = {}
-    with lab.started(lab.simulator(speed=0.01)) as simulator:
+    with services.started(services.simulator(speed=0.01)) as simulator:
         for option in ["", *OPTIONS]:
             env = {"DATABASE_URL": lab_database_url, "REFERENCE_OPTION": option}
-            with lab.started(lab.api(f"{simulator.url}/v1", env=env, app="scripts.reference_api:app")) as reference:
+            with services.started(
+                services.api(f"{simulator.url}/v1", env=env, app="scripts.reference_api:app")
+            ) as reference:
                 answer = httpx.post(f"{reference.url}/v1/tickets", json=new, timeout=30)
             assert answer.status_code == 201, (option, answer.text)
             answers[option] = answer

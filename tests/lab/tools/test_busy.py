@@ -11,7 +11,7 @@ from pathlib import Path
 import psutil
 
 from scripts.toolkit.cli import PROJECT_ROOT
-from scripts.toolkit.processes import OWN_GROUP
+from scripts.toolkit.running.processes import OWN_GROUP
 from tests.lab.tools.commands import run_module
 
 TEXT = {"capture_output": True, "text": True, "timeout": 120}

@@ -8,17 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from scripts.toolkit.capacity_table import render, summarize
-from scripts.toolkit.charts import draw_capacity
-from scripts.toolkit.locust import read_ticket_times, run_locust, ticket_figures
-from scripts.toolkit.quantiles import quantile
+from scripts.toolkit.load.locust import read_ticket_times, run_locust, ticket_figures
+from scripts.toolkit.measure.quantiles import quantile
+from scripts.toolkit.reports.capacity_table import render, summarize
+from scripts.toolkit.reports.charts import draw_capacity
 from tests.fakes import FakeProvider
 from tests.lab.tools.commands import HELD_FIELDS, listening, run_module
 from ticket_api.errors import ProviderBusy
 
 
 def write_times(path: Path, rows: list[tuple]) -> None:
-    """A CSV as scripts/toolkit/request_times.py writes it in one Locust process."""
+    """A CSV as scripts/toolkit/load/request_times.py writes it in one Locust process."""
     lines = ["method,name,response_time_ms,ok", *(",".join(map(str, row)) for row in rows)]
     path.write_text("\n".join(lines) + "\n")
 

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
+from scripts.toolkit.measure.rates import lag_between, watchdog_lines
 from scripts.toolkit.metrics import read_metrics
-from scripts.toolkit.readings import lag_between, watchdog_lines
 from tests.lab.tools.commands import listening, run_module
 
 LAG = "ticket_api_event_loop_lag_seconds"

@@ -10,10 +10,10 @@ import time
 
 import pytest
 
-from scripts.toolkit import course
-from scripts.toolkit.charts import draw_health_medians
-from scripts.toolkit.compare_table import render, summarize
-from scripts.toolkit.processes import start_process, stop_process
+from scripts.toolkit.reports import course_figures
+from scripts.toolkit.reports.charts import draw_health_medians
+from scripts.toolkit.reports.compare_table import render, summarize
+from scripts.toolkit.running.processes import start_process, stop_process
 from tests.lab.tools.commands import HELD_FIELDS, listening, run_module
 
 
@@ -45,7 +45,7 @@ def test_each_figure_is_the_median_of_the_passes():
     blocking, free = summarize(runs)
     assert (blocking["total_s"], blocking["health_answers"], blocking["health_median_ms"]) == (19.0, 3, 8700.0)
     assert blocking["health_slowest_ms"] == 9800.0 and blocking["passes"] == 3
-    assert blocking["course"] == course.stall("blocking")
+    assert blocking["course"] == course_figures.stall("blocking")
     assert free["health_median_ms"] is None and free["statuses"] == [201]
 
 

@@ -1,12 +1,12 @@
-"""scripts.simulator_bench's yardstick, toolkit.reference: it sleeps the simulator's delays and nothing else; and the
-bench's own command line."""
+"""scripts.simulator_bench's yardstick, toolkit.running.sleeping_provider: it sleeps the simulator's delays and
+nothing else; and the bench's own command line."""
 
 import time
 
 import httpx
 import pytest
 
-from scripts.toolkit import lab, reference
+from scripts.toolkit.running import services, sleeping_provider
 from tests.lab.simulator.sim_testing import chat_body
 from tests.lab.tools.commands import run_module
 
@@ -22,7 +22,7 @@ CALLS = [
 @pytest.mark.timing
 def test_the_reference_sleeps_the_delays_the_simulator_replays():
     """Same recording, same seed: each call waits the recorded latency the simulator would replay for it."""
-    with reference.service() as sleeper, lab.simulator(speed=0) as simulator:
+    with sleeping_provider.service() as sleeper, services.simulator(speed=0) as simulator:
         with httpx.Client(base_url=sleeper.url) as slept, httpx.Client(base_url=simulator.url) as replayed:
             assert slept.get("/health").json() == {"status": "ok"}
             for path, body in CALLS:

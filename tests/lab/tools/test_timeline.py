@@ -5,10 +5,10 @@ import json
 import httpx
 import pytest
 
-from scripts.toolkit import lab
 from scripts.toolkit.answers import provider_calls, server_timing
-from scripts.toolkit.charts import draw_timeline
-from scripts.toolkit.stack import MODES
+from scripts.toolkit.reports.charts import draw_timeline
+from scripts.toolkit.running import services
+from scripts.toolkit.running.stack import MODES
 from tests.fakes import FakeProvider
 from tests.lab.tools.commands import run_module
 
@@ -18,7 +18,7 @@ TICKET = {"customer_id": 1, "subject": "Parcel 51 has not arrived", "body": "It 
 @pytest.fixture(scope="module")
 def provider_url():
     """The simulator at a fifth of the course's delays (classify ~180 ms, draft ~220 ms, embed ~40 ms), quota off."""
-    with lab.simulator(speed=0.2, quota=0) as simulator:
+    with services.simulator(speed=0.2, quota=0) as simulator:
         yield f"{simulator.url}/v1"
 
 

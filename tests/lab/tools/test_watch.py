@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from scripts.toolkit import lab, processes
 from scripts.toolkit.cli import output_folder
+from scripts.toolkit.running import processes, services
 from tests.lab.tools.commands import run_module
 
 CHROMIUM = shutil.which("chromium")
@@ -51,8 +51,8 @@ def page_figures(url: str, profile: Path, screenshot: Path) -> dict[str, str]:
 def watched_stall(mode: str, lab_database_url: str, folder: Path) -> dict[str, str]:
     """A simulator, the API in `mode` and the watcher; 4 tickets at once by scripts.stall; the page's figures."""
     with (
-        lab.simulator(speed=SPEED, log_dir=folder) as simulator,
-        lab.api(
+        services.simulator(speed=SPEED, log_dir=folder) as simulator,
+        services.api(
             f"{simulator.url}/v1", env={"INTAKE_MODE": mode, "DATABASE_URL": lab_database_url}, log_dir=folder
         ) as api,
     ):

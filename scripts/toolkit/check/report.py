@@ -1,0 +1,115 @@
+"""What scripts.check prints: every check in plain words, or as JSON; the hints' texts come from hints.toml."""
+
+import json
+import re
+import textwrap
+import tomllib
+from functools import cache
+from pathlib import Path
+
+from scripts.toolkit.check.checks import ERROR, FAILED, PASSED, SKIPPED, Result
+
+HINTS_FILE = Path(__file__).with_name("hints.toml")
+WIDTH = 100
+CHECK_EXIT_CODES = "Exit codes: 0 every check passed, 1 a check failed, 2 the checker could not run (or bad arguments)."
+INDENT = " " * 17
+UNIT = re.compile(r"(\d) (ms|s)\b")
+
+
+@cache
+def hints() -> dict[str, dict]:
+    """hints.toml: {id: {kind, section, text}}."""
+    return tomllib.loads(HINTS_FILE.read_text())
+
+
+def hint_text(result: Result) -> str | None:
+    """The result's hint, its {names} filled in."""
+    if result.hint_id is None:
+        return None
+    values = {key: str(value) for key, value in result.hint_values.items()}
+    return hints()[result.hint_id]["text"].format_map(_Blank(values))
+
+
+def as_json(results: list[Result], header: dict) -> str:
+    """Every check with name, description, status, expected, measured, reason, hint, lesson_section, and more."""
+    checks = []
+    for result in results:
+        hint = hints()[result.hint_id] if result.hint_id else {}
+        checks.append(
+            {
+                "name": result.name,
+                "description": result.description,
+                "status": result.status,
+                "expected": result.expected,
+                "measured": result.measured,
+                "reason": result.reason,
+                "hint": hint_text(result),
+                "hint_id": result.hint_id,
+                "hint_kind": hint.get("kind"),
+                "lesson_section": hint.get("section"),
+                "info": result.info,
+                "runs": result.runs,
+                "rerun": result.rerun,
+                "seconds": result.seconds,
+            }
+        )
+    return json.dumps({**header, "checks": checks}, indent=2, ensure_ascii=False)
+
+
+def as_text(results: list[Result], header: dict) -> str:
+    """The checks one after another, as a student reads them, then one line of totals."""
+    lines = [f'{header["project"]}, checked against "{header["lesson_title"]}" ({header["lesson"]}):', ""]
+    for result in results:
+        lines += _check_lines(result)
+    counts = {status: sum(1 for r in results if r.status == status) for status in (PASSED, FAILED, SKIPPED, ERROR)}
+    words = {PASSED: "passed", FAILED: "failed", SKIPPED: "could not check", ERROR: "could not run"}
+    totals = ", ".join(f"{n} {words[status]}" for status, n in counts.items() if n)
+    checks = f"{len(results)} check" + ("" if len(results) == 1 else "s")
+    lines += ["", f"{checks}: {totals} ({header['seconds']:.0f} s)"]
+    return "\n".join(lines)
+
+
+def exit_code(results: list[Result]) -> int:
+    """0 every check passed, 1 a check failed, 2 the checker could not run one (and none failed)."""
+    statuses = {result.status for result in results}
+    return 1 if FAILED in statuses else 2 if ERROR in statuses else 0
+
+
+def _check_lines(result: Result) -> list[str]:
+    word = {PASSED: "passed", FAILED: "FAILED", SKIPPED: "could not check", ERROR: "could not run"}[result.status]
+    first = f"{word:<16} {result.name}: {result.description}"
+    lines = textwrap.wrap(first, WIDTH, subsequent_indent=INDENT + "  ", break_on_hyphens=False)
+    if result.status == SKIPPED:
+        return lines + _wrapped(f"because {result.because} failed")
+    if result.status == ERROR:
+        reason = (result.reason or "").removeprefix("could not run: ")  # the status says it already
+        return lines + _wrapped(reason) + [f"{INDENT}rerun it alone: {result.rerun}"]
+    if result.status == FAILED:
+        lines += _wrapped(f"expected {result.expected}")
+        lines += _wrapped(f"measured {result.measured}" + (" (failed twice)" if result.runs == 2 else ""))
+    elif result.measured:
+        lines += _wrapped(f"measured {result.measured}")
+    if result.status == FAILED:
+        for line in (result.reason or "").splitlines():
+            lines += _wrapped(line)
+    lines += [line for note in result.info for line in _wrapped(f"note: {note}")]
+    if result.status == FAILED:
+        hint = hints()[result.hint_id] if result.hint_id else None
+        first, *commands = (hint_text(result) or "").splitlines() or [""]
+        lines += _wrapped(f"hint: {first}")
+        lines += [f"{INDENT}      {line}" for line in commands]  # lines to copy: never wrapped
+        if hint:
+            lines += _wrapped(f'(the lesson, "{hint["section"]}")', INDENT + " " * 6)
+        lines.append(f"{INDENT}rerun it alone: {result.rerun}")  # a command to copy: never wrapped
+    return lines
+
+
+def _wrapped(text: str, indent: str = INDENT) -> list[str]:
+    kept = UNIT.sub("\\1\xa0\\2", text)  # a figure and its unit on one line: `0.0 s`, not `0.0` then `s`
+    wrapped = textwrap.wrap(kept, WIDTH, initial_indent=indent, subsequent_indent=indent + "  ", break_on_hyphens=False)
+    return [line.replace("\xa0", " ") for line in wrapped] or [indent]
+
+
+class _Blank(dict):
+    def __missing__(self, key: str) -> str:
+        return f"{{{key}}}"

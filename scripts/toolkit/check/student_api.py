@@ -1,0 +1,169 @@
+"""The live half of scripts.check: a student's API and the lab's simulator, and a lesson command run against them.
+
+The API is the student's own code, started in their folder with their Python (the one running the check) under
+toolkit.check.loop_sampler, on a free port, and stopped by pid. The simulator is the lab's, a measuring instrument like
+the lesson command itself, which runs from the lab's folder. While a command runs, a thread asks PostgreSQL
+(pg_stat_activity) and the simulator (GET /admin/stats) what they see, from outside the student's code.
+"""
+
+import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import psycopg
+
+from scripts.toolkit.check import loop_sampler
+from scripts.toolkit.cli import PROJECT_ROOT, CommandError
+from scripts.toolkit.lessons.spec import command_speed, run_command
+from scripts.toolkit.lessons.suites import NO_TRACES
+from scripts.toolkit.measure.rates import read_simulator_stats
+from scripts.toolkit.running import services
+from scripts.toolkit.running.processes import Service
+
+CHECK_SPEED = 0.5  # the simulator's speed for the commands without a `speed` of their own in lessons.toml
+# A lesson command takes 20 s at most on a correct project (the blocking stall at speed 1); a broken one can take
+# minutes (a burst whose tickets wait on a held event loop for a connection), and is failed at this bound.
+COMMAND_TIMEOUT_S = 35
+SAMPLE_EVERY_S = 0.02
+HELD_AFTER_S = 1.0  # at speed 1: idle in a transaction longer than a classify call (0.91 s) is held through the AI wait
+API_START_TIMEOUT_S = 60
+# The API's connections to the check's own database idle in an open transaction for longer than the given seconds:
+# waiting for something outside PostgreSQL. A transaction that is only slow (a busy server's commit) is `active`.
+HELD_CONNECTIONS = """
+    SELECT count(*) FROM pg_stat_activity
+    WHERE datname = current_database() AND pid <> pg_backend_pid()
+      AND state = 'idle in transaction' AND state_change < clock_timestamp() - make_interval(secs => %s)
+"""
+
+
+class ApiDidNotStart(CommandError):
+    """The student's API stopped during start-up, or did not answer in time: why, in one line."""
+
+
+@dataclass
+class Run:
+    """One lesson command against the student's API: its figures, and what the API logged meanwhile."""
+
+    figures: dict
+    held: list[dict] = field(default_factory=list)  # loop_sampler's reports: where the event loop was held
+    log: list[str] = field(default_factory=list)
+
+
+class CheckStack:
+    """The simulators (one per speed, started when first needed) and the student's API, for one check."""
+
+    def __init__(self, project: Path, dsn: str, log_dir: Path):
+        self.project, self.dsn, self.log_dir = project, dsn, log_dir
+        self.simulators: dict[float, Service] = {}
+
+    def simulator(self, speed: float) -> Service:
+        """The lab's simulator at `speed`, quota off."""
+        if speed not in self.simulators:
+            service = services.simulator(speed=speed, quota=0, log_dir=self.log_dir / f"simulator-{speed:g}")
+            self.simulators[speed] = service.start()
+        return self.simulators[speed]
+
+    @contextmanager
+    def api(self, env: dict[str, str], speed: float = CHECK_SPEED) -> Iterator[Service]:
+        """The student's API with their settings and `env` on top, in front of the simulator at `speed`.
+
+        ApiDidNotStart says, in one line, why it did not start.
+        """
+        settings = {"DATABASE_URL": self.dsn, "LOG_LEVEL": "INFO", **NO_TRACES, **env}
+        provider = f"{self.simulator(speed).url}/v1"
+        # The lab's uvicorn command line, run by loop_sampler.py (which then runs uvicorn's) instead of `-m uvicorn`.
+        script = Path(loop_sampler.__file__)
+        service = services.api(provider, env=settings, cwd=self.project, log_dir=self.log_dir, script=script)
+        earlier = len(service.log_path.read_text(errors="replace")) if service.log_path.exists() else 0
+        try:
+            service.start(API_START_TIMEOUT_S)
+        except CommandError as exc:
+            log = service.log_path.read_text(errors="replace")[earlier:]  # this start's output, not an earlier API's
+            if "did not answer" in str(exc):
+                raise ApiDidNotStart(f"no answer to GET /health within {API_START_TIMEOUT_S} s") from None
+            raise ApiDidNotStart(startup_failure(log, self.project)) from None
+        try:
+            yield service
+        finally:
+            service.stop(services.STOP_TIMEOUT_S)
+
+    def run(self, command: dict) -> Run:
+        """Start the API as the command says (`api_env`), run the command from the lab's folder, stop the API."""
+        speed = command_speed(command, CHECK_SPEED)
+        with self.api(command.get("api_env", {}), speed) as api:
+            logged = len(api.log_path.read_text(errors="replace"))
+            with Sampler(self.dsn, self.simulator(speed).url, HELD_AFTER_S * speed) as sampler:
+                figures = run_command(command, api.url, speed, cwd=PROJECT_ROOT, timeout_s=COMMAND_TIMEOUT_S)
+            text = api.log_path.read_text(errors="replace")[logged:]
+        held = loop_sampler.read_held(text)
+        figures |= sampler.peaks | {"loop_held_s": round(sum(report["ms"] for report in held) / 1000, 2)}
+        return Run(figures, held, text.splitlines())
+
+    def close(self) -> None:
+        """Stop the simulators."""
+        for service in self.simulators.values():
+            service.stop(services.STOP_TIMEOUT_S)
+        self.simulators.clear()
+
+
+class Sampler:
+    """While a block runs: the simulator's calls in flight and the API's connections held, at their peaks."""
+
+    def __init__(self, dsn: str, simulator_url: str, held_after_s: float):
+        self.dsn, self.simulator_url, self.held_after_s = dsn, simulator_url, held_after_s
+        self.peaks = {"provider_calls_at_once": 0, "connections_held": 0}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, name="check-sampler", daemon=True)
+        self._error: Exception | None = None
+
+    def __enter__(self) -> "Sampler":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        if self._error is not None:
+            raise CommandError(f"could not watch PostgreSQL and the simulator: {self._error}")
+
+    def _sample(self) -> None:
+        try:
+            with psycopg.connect(self.dsn, autocommit=True, connect_timeout=5) as conn, httpx.Client() as client:
+                while not self._stop.wait(SAMPLE_EVERY_S):
+                    stats = read_simulator_stats(client.get(f"{self.simulator_url}/admin/stats", timeout=5))
+                    held = conn.execute(HELD_CONNECTIONS, (self.held_after_s,)).fetchone()
+                    self._peak("provider_calls_at_once", stats["in_flight"])
+                    self._peak("connections_held", held[0] if held else 0)
+        except (psycopg.Error, httpx.HTTPError, KeyError, ValueError) as exc:
+            self._error = exc
+
+    def _peak(self, key: str, value: int) -> None:
+        self.peaks[key] = max(self.peaks[key], value)
+
+
+TRACEBACK_FILE = re.compile(r'^\s*File "(.+)", line (\d+)')
+EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)): (.*)$")
+
+
+def startup_failure(log_text: str, project: Path) -> str:
+    """Why the API did not start, in one line: `SyntaxError in ticket_api/intake.py line 26: invalid syntax`."""
+    lines = [line.rstrip() for line in log_text.splitlines() if line.strip()]
+    place = None
+    for line in lines:
+        match = TRACEBACK_FILE.match(line)
+        if match and loop_sampler.in_project(Path(match[1]), project):
+            place = f"{Path(match[1]).relative_to(project).as_posix()} line {match[2]}"
+    for line in reversed(lines):
+        match = EXCEPTION.match(line.strip())
+        if match:
+            name = match[1].rsplit(".", 1)[-1]
+            return f"{name} in {place}: {match[2]}" if place else f"{name}: {match[2]}"
+    startup = [line.removeprefix("ERROR:").strip() for line in lines if line.startswith("ERROR:")]
+    reasons = [line for line in startup if "Application startup failed" not in line and "Traceback" not in line]
+    if reasons:
+        return reasons[-1]
+    return lines[-1].strip() if lines else "it stopped without a word"

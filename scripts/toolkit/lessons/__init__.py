@@ -1,0 +1,8 @@
+"""The course's lessons as the lab holds projects to them: lessons.toml, the snapshots, a project's suite.
+
+- spec: lessons.toml: its lessons, the shape of their commands' figures, a lesson command run
+- student_files: which files of a project are the student's (scripts.snapshots)
+- snapshots_readme: snapshots/README.md, written from lessons.toml (its end, scripts.check's, in
+  snapshots_check.md)
+- suites: a project's own test suite, run as a student runs it: its count and its failures
+"""

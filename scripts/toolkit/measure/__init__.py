@@ -1,0 +1,9 @@
+"""Reading what a run did, from outside the API's code.
+
+- cpu: the CPU of each process by role over a window, and the machine's pace
+- profile: py-spy's samples of the API
+- rates: what /metrics says between two scrapes (the loop's lag, tickets and connections per second), the
+  watchdog's lines of the same window, the simulator's stats
+- held_series: what the server holds, several times a second (scripts.watch live; compare and capacity recorded)
+- quantiles: the one quantile function, and medians over passes
+"""

@@ -1,0 +1,247 @@
+"""What the server holds while it waits, several times a second: one home for the series that
+`scripts.watch` shows live and `scripts.compare`/`scripts.capacity` draw after their runs.
+
+Three probes run side by side, each with at most one request in flight: GET /health, timed here;
+the API's GET /metrics; the simulator's GET /admin/stats. A probe still waiting is a probe without
+an answer: its series get no value meanwhile, and /health's shows how long it has been waiting.
+Every tick (0.2 s), one row takes the latest value of every series; the last WINDOW_S seconds are kept.
+/health is asked twice a tick, the others once: 15 small requests a second to the API at the page's
+0.2 s, 6 at a recording's 0.5 s (`watched`, `recorded_in_thread`: scripts.compare and scripts.capacity).
+"""
+
+import asyncio
+import contextlib
+import threading
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import httpx
+
+from scripts.toolkit.health import HealthProbes, probe_health
+from scripts.toolkit.measure.rates import (
+    GAUGES,
+    INTERVAL_KEYS,
+    RATE_OVER_S,
+    Row,
+    Scrape,
+    interval_figures,
+    read_scrape,
+    read_simulator_stats,
+)
+from scripts.toolkit.reports.held_chart import recording
+
+TICK_S = 0.2  # the page's; scripts.compare and scripts.capacity record every RECORD_TICK_S
+RECORD_TICK_S = 0.5  # at the simulator's speed 1; shorter at a faster simulator (record_tick_s), 0.1 s at least
+# A recording goes on a few ticks after its work: a stalled API's last lag and tickets/s come with
+# the first /metrics answer after the stall, a moment after the work's own last answer.
+LINGER_TICKS = 2
+WINDOW_S = 60.0
+NO_ANSWER_S = 0.5  # a probe waiting longer than this counts as "no answer"
+TIMEOUT_S = 30.0  # a probe given up after this; the next one starts at once
+
+T = TypeVar("T")
+
+
+class Probe:
+    """One kind of GET, sent every `every_s`, never two at once: its last answer and how long one waits now."""
+
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        url: str,
+        every_s: float,
+        read: Callable[[httpx.Response], Any] = lambda response: response,
+    ) -> None:
+        self.client = client
+        self.url = url
+        self.every_s = every_s
+        self.read = read
+        self.answer: Any = None  # what `read` made of the last answer; None after a failure
+        self.took_s: float | None = None  # how long the last answer took
+        self.sent_at: float | None = None  # while a request is in flight
+
+    def waiting_s(self, now: float) -> float:
+        """How long the request in flight has been waiting (0 if none is)."""
+        return 0.0 if self.sent_at is None else now - self.sent_at
+
+    def answers(self, now: float) -> bool:
+        """True if the last request answered and none has been waiting longer than NO_ANSWER_S since."""
+        return self.answer is not None and self.waiting_s(now) < NO_ANSWER_S
+
+    async def run(self) -> None:
+        """Probe until cancelled."""
+        while True:
+            self.sent_at = sent = time.monotonic()
+            try:
+                response = await self.client.get(self.url, timeout=TIMEOUT_S)
+                response.raise_for_status()
+                self.answer = self.read(response)
+                self.took_s = time.monotonic() - sent
+            except (httpx.HTTPError, ValueError, KeyError):
+                self.answer, self.took_s = None, None
+            finally:
+                self.sent_at = None
+            await asyncio.sleep(max(0.0, sent + self.every_s - time.monotonic()))
+
+
+@dataclass
+class Watcher:
+    """The three probes and the rows they make; `rows()` is the last WINDOW_S seconds."""
+
+    api_url: str
+    simulator_url: str
+    window_s: float = WINDOW_S
+    tick_s: float = TICK_S
+    started: float = field(default_factory=time.monotonic)
+    header: dict[str, str] = field(default_factory=dict)
+    _rows: deque[Row] = field(default_factory=deque)
+    _scrapes: deque[Scrape] = field(default_factory=deque)  # the last RATE_OVER_S seconds' answers of /metrics
+    _interval: Row = field(default_factory=lambda: dict.fromkeys(INTERVAL_KEYS))
+
+    def rows(self) -> list[Row]:
+        """The rows of the window, oldest first; each has `t`, seconds since the watcher started.
+
+        Copies, made without a switch of threads: the watch page's server reads them from a thread of its own.
+        """
+        return [dict(row) for row in list(self._rows)]
+
+    async def run(self) -> None:
+        """Probe and make rows until cancelled."""
+        async with (
+            httpx.AsyncClient(timeout=TIMEOUT_S, trust_env=False) as client,
+            httpx.AsyncClient(base_url=self.api_url, timeout=TIMEOUT_S, trust_env=False) as health_client,
+        ):
+            self.health = HealthProbes(time.perf_counter())
+            self.metrics = Probe(client, f"{self.api_url}/metrics", self.tick_s, read_scrape)
+            self.simulator = Probe(client, f"{self.simulator_url}/admin/stats", self.tick_s, read_simulator_stats)
+            probes: list[asyncio.Task] = [asyncio.create_task(p.run()) for p in (self.metrics, self.simulator)]
+            never = asyncio.Event()  # the prober is cancelled with the others
+            probes.append(asyncio.create_task(probe_health(health_client, self.tick_s / 2, never, seen=self.health)))
+            try:
+                while True:  # the first row after the probes had a tick to answer
+                    await asyncio.sleep(self.tick_s - (time.monotonic() - self.started) % self.tick_s)
+                    self._tick(time.monotonic())
+            finally:
+                for task in probes:
+                    task.cancel()
+                await asyncio.gather(*probes, return_exceptions=True)
+
+    def _tick(self, now: float) -> None:
+        row: Row = {"t": round(now - self.started, 3), **self._health(), **self._api(now), **self._simulator(now)}
+        self._rows.append(row)
+        while self._rows and self._rows[0]["t"] < row["t"] - self.window_s:
+            self._rows.popleft()
+
+    def _health(self) -> Row:
+        """/health as timed by the one prober: the last answer's time, or longer while one waits (then: no answer)."""
+        seen = self.health
+        waiting = 0.0 if seen.sent_at is None else time.perf_counter() - seen.sent_at
+        answered = bool(seen.answers) and not seen.refused  # the last GET had an answer
+        if not answered and waiting < NO_ANSWER_S:
+            return {"health_s": None, "api_answers": False}  # refused (and asked again at once): the API is down
+        took_s = seen.answers[-1]["ms"] / 1000 if answered else 0.0
+        return {"health_s": round(max(took_s, waiting), 4), "api_answers": answered and waiting < NO_ANSWER_S}
+
+    def _api(self, now: float) -> Row:
+        scrape: Scrape | None = self.metrics.answer if self.metrics.answers(now) else None
+        if scrape is not None and (not self._scrapes or scrape is not self._scrapes[-1]):
+            self._add_scrape(scrape)
+        if scrape is None:
+            return dict.fromkeys([*GAUGES, *INTERVAL_KEYS])
+        figures = {key: scrape.get(name) for key, name in GAUGES.items()}
+        return figures | self._interval
+
+    def _add_scrape(self, scrape: Scrape) -> None:
+        """Lag, tickets/s and connections lent/s are figures of the time between answers: its rows get them too."""
+        self.header = scrape.info
+        self._scrapes.append(scrape)
+        while len(self._scrapes) > 2 and self._scrapes[1].at <= scrape.at - RATE_OVER_S:
+            self._scrapes.popleft()
+        if len(self._scrapes) < 2:
+            return
+        before, oldest = self._scrapes[-2], self._scrapes[0]
+        self._interval = interval_figures(before, oldest, scrape)
+        since = before.at - self.started
+        for row in reversed(self._rows):  # the rows of a stall, made while /metrics could not answer
+            if row["t"] <= since:
+                break
+            row.update(self._interval)
+
+    def _simulator(self, now: float) -> Row:
+        stats = self.simulator.answer if self.simulator.answers(now) else None
+        if stats is None:
+            return {"sim_in_flight": None, "quota_limit": None, "quota_remaining": None}
+        return {
+            "sim_in_flight": stats["in_flight"],
+            "quota_limit": stats["quota_limit"],
+            "quota_remaining": stats["quota_remaining"],
+        }
+
+
+@contextlib.asynccontextmanager
+async def watching(
+    api_url: str, simulator_url: str, window_s: float = WINDOW_S, tick_s: float = TICK_S
+) -> AsyncIterator[Watcher]:
+    """A Watcher probing in the background for the length of the block."""
+    watcher = Watcher(api_url.rstrip("/"), simulator_url.rstrip("/"), window_s, tick_s)
+    task = asyncio.create_task(watcher.run())
+    try:
+        yield watcher
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+def record_tick_s(speed: float) -> float:
+    """A recording's tick for the simulator's `speed` (0.05: twenty times faster): shorter with it, 0.1 s at least."""
+    return max(0.1, RECORD_TICK_S * min(speed, 1.0))
+
+
+async def watched(
+    work: Awaitable[T], api_url: str, simulator_url: str, tick_s: float = RECORD_TICK_S
+) -> tuple[T, dict[str, Any]]:
+    """Await `work` while a Watcher records what the server holds (a row every `tick_s`); its result and recording()."""
+    async with watching(api_url, simulator_url, window_s=float("inf"), tick_s=tick_s) as watcher:
+        result = await work
+        await asyncio.sleep(LINGER_TICKS * tick_s)
+    return result, recording(watcher.rows(), watcher.tick_s, watcher.header)
+
+
+@contextlib.contextmanager
+def recorded_in_thread(api_url: str, simulator_url: str, tick_s: float = RECORD_TICK_S) -> Iterator[dict[str, Any]]:
+    """Record what the server holds during a block that blocks (a Locust run): the dict gets recording() at its end."""
+    held: dict[str, Any] = {}
+    with watching_in_thread(api_url, simulator_url, window_s=float("inf"), tick_s=tick_s) as watcher:
+        yield held
+        time.sleep(LINGER_TICKS * tick_s)
+    held.update(recording(watcher.rows(), watcher.tick_s, watcher.header))
+
+
+@contextlib.contextmanager
+def watching_in_thread(
+    api_url: str, simulator_url: str, window_s: float = WINDOW_S, tick_s: float = TICK_S
+) -> Iterator[Watcher]:
+    """A Watcher probing from a thread and event loop of its own, for code that blocks (a Locust run).
+
+    Read its rows once the block has ended: the thread no longer adds to them then.
+    """
+    watcher = Watcher(api_url.rstrip("/"), simulator_url.rstrip("/"), window_s, tick_s)
+    loop = asyncio.new_event_loop()
+    task = loop.create_task(watcher.run())
+
+    def probe_until_cancelled() -> None:
+        with contextlib.suppress(asyncio.CancelledError):
+            loop.run_until_complete(task)
+
+    thread = threading.Thread(target=probe_until_cancelled, name="watcher", daemon=True)
+    thread.start()
+    try:
+        yield watcher
+    finally:
+        loop.call_soon_threadsafe(task.cancel)
+        thread.join()
+        loop.close()

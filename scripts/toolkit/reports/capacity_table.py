@@ -1,0 +1,120 @@
+"""scripts.capacity's rows: the medians of each mode and users level over its passes, the table beside the course's
+figures, and the files (JSON, CSV, the chart, what the server held)."""
+
+import csv
+import json
+from pathlib import Path
+
+from scripts.toolkit.cli import format_table
+from scripts.toolkit.measure.quantiles import medians
+from scripts.toolkit.reports import charts, course_figures
+from scripts.toolkit.reports.held_chart import draw_held
+
+# The figures of a run that a row gives as their median over the passes.
+FIGURES = (
+    "tickets_per_s",
+    "p50_ms",
+    "p95_ms",
+    "provider_s_per_ticket",
+    "limit_per_s",
+    "of_limit",
+    "api_cpu_ms_per_ticket",
+    "api_cpu_share",
+    "locust_cpu_share",
+)
+
+
+def summarize(runs: list[dict]) -> list[dict]:
+    """One row per mode and users level: medians over the passes, failures summed."""
+    rows = []
+    for key in dict.fromkeys((each["mode"], each["users"]) for each in runs):
+        passes = [each for each in runs if (each["mode"], each["users"]) == key]
+        row = {"mode": key[0], "users": key[1], "passes": len(passes), "failures": sum(r["failures"] for r in passes)}
+        row |= medians(passes, FIGURES)
+        row["course"] = course_figures.locust(row["mode"], row["users"])
+        rows.append(row)
+    return rows
+
+
+def render(rows: list[dict], duration_s: int, passes: int) -> str:
+    """The course's table, with the Little's-law limit and the course's figures (8 users) on the right."""
+
+    def ms(value: float | None) -> str:
+        return "-" if value is None else f"{value:,.1f} ms"
+
+    def number(value: float | None, form: str) -> str:
+        return "-" if value is None else format(value, form)
+
+    headers = [
+        "INTAKE_MODE",
+        "users",
+        "tickets/s",
+        "p50",
+        "p95",
+        "failed",
+        "provider/ticket",
+        "limit",
+        "of limit",
+        "API CPU",
+        "|",
+        "course: tickets/s",
+        "p50",
+        "p95",
+    ]
+    lines = []
+    for row in rows:
+        theirs = row["course"] or {}
+        lines.append(
+            [
+                row["mode"],
+                str(row["users"]),
+                f"{row['tickets_per_s']:.2f}",
+                ms(row["p50_ms"]),
+                ms(row["p95_ms"]),
+                str(row["failures"]),
+                number(row["provider_s_per_ticket"], ".2f") + " s",
+                number(row["limit_per_s"], ".2f"),
+                number(row["of_limit"], ".1%"),
+                number(row["api_cpu_share"], ".0%"),
+                "|",
+                number(theirs.get("tickets_per_s"), ".2f"),
+                ms(theirs.get("p50_ms")),
+                ms(theirs.get("p95_ms")),
+            ]
+        )
+    title = (
+        f"Locust, {duration_s} s per run, median of {passes} pass{'es' if passes > 1 else ''}; "
+        "p50, p95 of every ticket's time, failed ones included; "
+        "limit = users ÷ provider time per ticket, measured in the same run; API CPU in cores (100% = one)"
+    )
+    return title + "\n" + format_table(headers, lines)
+
+
+def write_files(folder: Path, rows: list[dict], runs: list[dict], speed: float, draw: bool) -> list[str]:
+    """capacity.json (every run), capacity.csv (the table), capacity.svg (the chart) and what each mode held.
+
+    One held chart per mode and users level: of its median pass by tickets per second.
+    """
+    paths = [folder / "capacity.json", folder / "capacity.csv"]
+    paths[0].write_text(json.dumps({"speed": speed, "rows": rows, "runs": runs}, indent=2))
+    columns = ["mode", "users", "passes", "failures", *FIGURES]
+    with open(paths[1], "w", newline="") as file:
+        writer = csv.writer(file)
+        writer.writerow(columns)
+        writer.writerows([row[column] for column in columns] for row in rows)
+    if draw:
+        paths.append(folder / "capacity.svg")
+        note = "" if speed == 1 else f" (speed {speed:g})"
+        charts.draw_capacity(rows, str(paths[-1]), note)
+        for row in rows:
+            passes = [each for each in runs if (each["mode"], each["users"]) == (row["mode"], row["users"])]
+            typical = sorted(passes, key=lambda each: each["tickets_per_s"])[len(passes) // 2]
+            if "held" in typical:
+                paths.append(folder / f"held-{row['mode']}-{row['users']}u.svg")
+                draw_held(
+                    typical["held"],
+                    str(paths[-1]),
+                    f"INTAKE_MODE={row['mode']}, {row['users']} Locust users for {typical['duration_s']} s, "
+                    f"pass {typical['pass']} of {len(passes)}{note}",
+                )
+    return [str(path) for path in paths]

@@ -1,0 +1,125 @@
+"""scripts.compare's rows: the median pass of each mode beside the course's figures, the table, and the files (JSON,
+CSV, the charts, what the server held)."""
+
+import csv
+import json
+from pathlib import Path
+
+from scripts.toolkit.cli import format_table, readable_ms
+from scripts.toolkit.measure.quantiles import medians
+from scripts.toolkit.reports import charts, course_figures
+from scripts.toolkit.reports.held_chart import draw_held
+
+FIGURES = ("total_s", "health_answers", "health_median_ms", "health_slowest_ms")  # of a stall run, as the course's
+
+
+def summarize(runs: dict) -> list[dict]:
+    """One row per mode and loop: the median of each figure over its passes (each pass's under "each"),
+    next to the course's figures."""
+    rows = []
+    for results in runs.values():
+        first = results[0]
+        row = {
+            "mode": first["mode"],
+            "loop": first["loop"],
+            "passes": len(results),
+            "api_url": first["url"],
+            "simulator_url": first["simulator_url"],
+            "statuses": sorted({status for result in results for status in result["statuses"]}),
+            **medians(results, FIGURES),
+            "each": [{figure: result[figure] for figure in FIGURES} for result in results],
+        }
+        row["course"] = course_figures.stall(row["mode"])
+        rows.append(row)
+    return rows
+
+
+def figures(row: dict) -> list[str]:
+    """A row's four figures as the table shows them."""
+    return [
+        f"{row['total_s']:.1f} s",
+        f"{row['health_answers']:g}",
+        shown_ms(row["health_median_ms"]),
+        shown_ms(row["health_slowest_ms"]),
+    ]
+
+
+def shown_ms(ms: float | None) -> str:
+    """Seconds for a stalled /health, milliseconds for a free one, `-` without answers."""
+    return "-" if ms is None else readable_ms(ms)
+
+
+def render(rows: list[dict], passes: int, speed: float) -> str:
+    """The comparison table, the course's figures on the right; a loop column when several loops ran."""
+    loops = list(dict.fromkeys(row["loop"] for row in rows))
+    several = len(loops) > 1
+    headers = [
+        "INTAKE_MODE",
+        *(["loop"] if several else []),
+        "8 tickets",
+        "/health answers",
+        "median",
+        "slowest",
+        "|",
+        "course: 8 tickets",
+        "answers",
+        "median",
+        "slowest",
+    ]
+    lines = []
+    for row in rows:
+        label = [row["mode"], *([row["loop"]] if several else [])]
+        if row["passes"] > 1:  # each pass, then the median of each figure: the spread behind the median
+            lines += [
+                [f"{label[0]}, pass {n}", *label[1:], *figures(each), *[""] * 5]
+                for n, each in enumerate(row["each"], 1)
+            ]
+            label[0] += ", median"
+        lines.append([*label, *figures(row), "|", *figures(row["course"])])
+    where = "and event loop" if several else {"asyncio": "on asyncio's event loop", "uvloop": "on uvloop"}[loops[0]]
+    title = f"scripts.stall per INTAKE_MODE {where}, median of {passes} pass{'es' if passes > 1 else ''}"
+    title += "; course: median of 5 passes" if speed == 1 else f" at simulator speed {speed:g} (the course ran at 1)"
+    return title + "\n" + format_table(headers, lines)
+
+
+def write_files(folder: Path, rows: list[dict], runs: dict, speed: float, draw: bool) -> list[str]:
+    """compare.json (everything), compare.csv (the table), the chart, one timeline per mode and what it held.
+
+    The timeline and the held chart draw the same pass: the median one by the tickets' total time.
+    """
+    written = [folder / "compare.json", folder / "compare.csv"]
+    written[0].write_text(json.dumps({"speed": speed, "rows": rows, "runs": runs}, indent=2))
+    with open(written[1], "w", newline="") as file:
+        writer = csv.writer(file)
+        writer.writerow(["mode", "loop", "passes", *FIGURES, *(f"course_{figure}" for figure in FIGURES)])
+        for row in rows:
+            writer.writerow(
+                [
+                    row["mode"],
+                    row["loop"],
+                    row["passes"],
+                    *(row[f] for f in FIGURES),
+                    *(row["course"][f] for f in FIGURES),
+                ]
+            )
+    if draw:
+        note = "" if speed == 1 else f" (speed {speed:g})"
+        written.append(folder / "health-medians.svg")
+        charts.draw_health_medians(rows, str(written[-1]), note)
+        for name, results in runs.items():
+            typical = sorted(results, key=lambda result: result["total_s"])[len(results) // 2]
+            written.append(folder / f"timeline-{name}.svg")
+            charts.draw_timeline(
+                typical,
+                str(written[-1]),
+                f"INTAKE_MODE={typical['mode']} on {typical['loop']}: 8 tickets, 4 at a time, and GET /health",
+            )
+            if "held" in typical:
+                written.append(folder / f"held-{name}.svg")
+                draw_held(
+                    typical["held"],
+                    str(written[-1]),
+                    f"INTAKE_MODE={typical['mode']}, scripts.stall (8 tickets, 4 at a time), "
+                    f"pass {typical['pass']} of {len(results)}{note}",
+                )
+    return [str(path) for path in written]

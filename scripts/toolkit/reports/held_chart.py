@@ -1,0 +1,201 @@
+"""What the server held during a recorded run (held_series's recording): its peaks in one line, and its chart.
+
+Root-only, like the watcher: scripts.compare and scripts.capacity draw one chart per run.
+"""
+
+from typing import Any
+
+from scripts.toolkit.cli import readable_ms
+from scripts.toolkit.measure.rates import GAUGES, Row
+from scripts.toolkit.reports.charts import load_pyplot
+
+NO_ANSWER_COLOR = (0.86, 0, 0, 0.13)  # the live page's shading
+OUTCOME_COLORS = {"created": "#2a9d3a", "db_busy": "#8e44ad", "ai_busy": "#e07b00"}
+
+
+def draw_held(held: dict, path: str, title: str) -> None:
+    """What the server held during one recorded run (held_series's rows): one panel per series, one time axis.
+
+    The panels of scripts.watch's page: /health as the watcher timed it, the loop's lag, threads,
+    DB connections in use and lent per second, provider calls in flight (and the simulator's quota
+    when it is on), tickets/s by outcome. Where the API did not answer the watcher, every panel is
+    shaded and the API's own gauges have no value (the simulator's still do).
+    """
+    plt = load_pyplot()
+    from matplotlib.patches import Patch
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+    rows, peaks = held["rows"], held["peaks"]
+    t = [row["t"] for row in rows]
+    quota_on = any(row.get("quota_limit") for row in rows)
+    outcomes = sorted({o for row in rows for o in row.get("tickets_per_s") or {}}, key=lambda o: (o != "created", o))
+
+    def series(key: str) -> list[float]:
+        return [float("nan") if row.get(key) is None else row[key] for row in rows]
+
+    def most(key: str) -> str:
+        return _most(peaks, key)
+
+    def seconds(value: float | None) -> str:
+        return "-" if value is None else readable_ms(value * 1000)
+
+    panels = [
+        (
+            f"/health, timed by the watcher: slowest {seconds(peaks['health_s_max'])}, "
+            + (f"no answer for {peaks['no_answer_s']:g} s" if peaks["no_answer_s"] else "answered throughout"),
+            [("health_s", "/health", "#1f5fbf", "-")],
+            "seconds",
+        ),
+        (
+            f"event-loop lag (largest in each interval): largest {seconds(peaks['lag_s_max'])}",
+            [("lag_s", "lag", "#c0392b", "-")],
+            "seconds",
+        ),
+        (
+            f"threads borrowed: at most {most('threads_borrowed')} of {most('threads_total')}, "
+            f"{most('threads_waiting')} waiting",
+            [
+                ("threads_borrowed", "borrowed", "#e07b00", "-"),
+                ("threads_waiting", "waiting for one", "#8e44ad", "-"),
+                ("threads_total", "THREAD_LIMIT", "0.6", "--"),
+            ],
+            "count",
+        ),
+        (
+            f"DB connections in use: at most {most('db_in_use')} of {most('db_max')}, {most('db_waiting')} waiting",
+            [
+                ("db_in_use", "in use", "#2a9d3a", "-"),
+                ("db_waiting", "requests waiting", "#c0392b", "-"),
+                ("db_max", "pool size", "0.6", "--"),
+            ],
+            "count",
+        ),
+        (
+            f"DB connections lent per second: at most {most('db_lent_per_s')} "
+            "(a check or a save holds one for milliseconds)",
+            [("db_lent_per_s", "lent per second", "#2a9d3a", "-")],
+            "per second",
+        ),
+        (
+            f"provider calls in flight: at most {most('api_in_flight')} "
+            + ("(the API's, read only when it answers), " if peaks["no_answer_s"] else "(the API's), ")
+            + f"{most('sim_in_flight')} (the simulator's)",
+            [("api_in_flight", "the API's", "#1f5fbf", "-"), ("sim_in_flight", "the simulator's", "#16a085", "--")],
+            "count",
+        ),
+    ]
+    if quota_on:
+        panels.append(
+            ("simulator quota remaining", [("quota_remaining", "chat calls left this minute", "#16a085", "-")], "count")
+        )
+    panels.append(
+        (
+            f"tickets per second by outcome (over 2 s): created at most {peaks['created_per_s_max'] or 0:g}/s",
+            [(outcome, outcome, OUTCOME_COLORS.get(outcome, "0.4"), "-") for outcome in outcomes],
+            "by outcome",
+        )
+    )
+    figure, axes_list = plt.subplots(
+        len(panels), 1, sharex=True, figsize=(12, 1.75 * len(panels) + 1.2), layout="constrained"
+    )
+    silent = [row["t"] for row in rows if row["health_s"] is not None and not row["api_answers"]]
+    tick = held["tick_s"]
+    for axes, (panel_title, lines, unit) in zip(axes_list, panels, strict=True):
+        for at in silent:
+            axes.axvspan(at - tick, at, color=NO_ANSWER_COLOR, lw=0)
+        top = {"seconds": 0.05, "count": 4, "per second": 4, "by outcome": 2}[unit]
+        for key, label, color, style in lines:
+            if unit == "by outcome":
+                values = [
+                    float("nan") if not row.get("tickets_per_s") else row["tickets_per_s"].get(key, 0.0) for row in rows
+                ]
+            else:
+                values = series(key)
+            # steps: a gauge keeps its value until the next sample; dots: a sample between gaps still shows
+            axes.plot(
+                t,
+                values,
+                color=color,
+                ls=style,
+                lw=2,
+                marker="." if style == "-" else None,
+                markersize=4,
+                label=label,
+                drawstyle="steps-post" if unit == "count" else "default",
+            )
+            top = max([top, *(v for v in values if v == v)])
+        axes.set_ylim(0, top * 1.15)
+        if unit == "seconds":
+            axes.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v * 1000:g} ms" if v < 1 else f"{v:g} s"))
+        else:
+            axes.yaxis.set_major_locator(MaxNLocator(nbins=4, integer=unit == "count"))
+        axes.set_title(panel_title, loc="left", fontsize=11)
+        axes.grid(alpha=0.3)
+        if len(lines) > 1 or unit == "by outcome":
+            axes.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=9, frameon=False)
+    axes_list[-1].set_xlabel(
+        f"seconds since the recording started (a sample every {tick:g} s)",
+        fontsize=11,
+    )
+    axes_list[0].legend(
+        handles=[Patch(color=NO_ANSWER_COLOR, label="no answer from the API\n(its own gauges unread)")],
+        loc="upper left",
+        bbox_to_anchor=(1.0, 1.0),
+        fontsize=9,
+        frameon=False,
+    )
+    header = held.get("header") or {}
+    how = ", ".join(
+        f"{name} {header[key]}"
+        for name, key in (("loop", "event_loop"), ("THREAD_LIMIT", "thread_limit"), ("pool", "db_pool_max_size"))
+        if key in header
+    )
+    figure.suptitle(f"What the server held: {title}" + (f"\n({how})" if how else ""), fontsize=13)
+    figure.savefig(path)
+    plt.close(figure)
+
+
+def _most(peaks: dict[str, Any], key: str) -> str:
+    """A series' largest value as read ("-" if it has none)."""
+    value = peaks.get(f"{key}_max")
+    return "-" if value is None else f"{value:g}"
+
+
+def describe_peaks(peaks: dict[str, Any]) -> str:
+    """A recording's peaks in one progress line."""
+
+    def most(key: str) -> str:
+        return _most(peaks, key)
+
+    def seconds(key: str) -> str:
+        value = peaks.get(f"{key}_max")
+        return "-" if value is None else f"{value * 1000:.0f} ms" if value < 1 else f"{value:.1f} s"
+
+    return (
+        f"held: /health up to {seconds('health_s')}, lag up to {seconds('lag_s')}, "
+        f"threads {most('threads_borrowed')} of {most('threads_total')}, "
+        f"DB connections {most('db_in_use')} of {most('db_max')} ({most('db_waiting')} waiting, "
+        f"lent at up to {most('db_lent_per_s')}/s), "
+        f"provider calls in flight {most('api_in_flight')} (simulator: {most('sim_in_flight')})"
+    )
+
+
+def peaks(rows: list[Row], tick_s: float) -> dict[str, float | None]:
+    """The largest value of each series of rows made every `tick_s` (None where it has none); seconds without answer."""
+
+    def largest(key: str) -> float | None:
+        values = [row[key] for row in rows if row.get(key) is not None]
+        return max(values) if values else None
+
+    created = [row["tickets_per_s"].get("created", 0.0) for row in rows if row.get("tickets_per_s")]
+    silent = sum(1 for row in rows if row["health_s"] is not None and not row["api_answers"])
+    return {
+        **{f"{key}_max": largest(key) for key in ("health_s", "lag_s", *GAUGES, "db_lent_per_s", "sim_in_flight")},
+        "created_per_s_max": max(created) if created else None,
+        "no_answer_s": round(silent * tick_s, 1),
+    }
+
+
+def recording(rows: list[Row], tick_s: float, header: dict[str, str]) -> dict[str, Any]:
+    """What a recorded run keeps: the tick, the API's header (INTAKE_MODE, ...), the peaks and the rows."""
+    return {"tick_s": tick_s, "header": header, "peaks": peaks(rows, tick_s), "rows": rows}
