@@ -51,9 +51,8 @@ from scripts.toolkit.load.levels import (
 from scripts.toolkit.measure import profile
 from scripts.toolkit.measure.cpu import pace_ms, processes_by_role
 from scripts.toolkit.reports.bench_report import by_generator, machine, report, verdicts
-from scripts.toolkit.running.processes import Service
+from scripts.toolkit.running.services import Service, started
 from scripts.toolkit.running.services import api as api_service
-from scripts.toolkit.running.services import started
 from scripts.toolkit.running.stack import Stack, event_loop, running_stack
 
 REFERENCE_APP = "scripts.reference_api:app"

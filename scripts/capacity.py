@@ -16,6 +16,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 
 from scripts.toolkit.cli import Clock, output_folder, parse_levels, positive_float, positive_int, progress, run
+from scripts.toolkit.databases import last_ticket_id, provider_time_after
 from scripts.toolkit.load.closed_loop import SATURATED_CPU_SHARE
 from scripts.toolkit.load.locust import run_locust
 from scripts.toolkit.measure.cpu import cpu_seconds
@@ -43,7 +44,7 @@ def measure_modes(stack: Stack, args: argparse.Namespace, folder: Path, clock: C
                 for number in range(1, args.passes + 1):
                     label = f"{mode}, {users} users, pass {number}/{args.passes}"
                     progress(f"[{clock}] {label}: {args.duration} s of Locust ...")
-                    before_id, api_cpu_before = stack.last_ticket_id(), cpu_seconds(api.pid)
+                    before_id, api_cpu_before = last_ticket_id(stack.dsn), cpu_seconds(api.pid)
                     started = time.monotonic()
                     recorder: AbstractContextManager[dict] = (
                         recorded_in_thread(api.url, stack.simulator.url, record_tick_s(args.speed))
@@ -61,7 +62,7 @@ def measure_modes(stack: Stack, args: argparse.Namespace, folder: Path, clock: C
                         # before the recording's last ticks: the run's CPU and time are Locust's alone
                         api_cpu_s = cpu_seconds(api.pid) - api_cpu_before
                         elapsed_s = time.monotonic() - started
-                    saved, provider_s = stack.provider_time(before_id)
+                    saved, provider_s = provider_time_after(stack.dsn, before_id)
                     limit = users / provider_s if provider_s else None
                     runs.append(
                         {

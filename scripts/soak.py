@@ -29,8 +29,7 @@ from scripts.toolkit.cli import Clock, output_folder, positive_float, positive_i
 from scripts.toolkit.databases import create_lab_database, drop_database
 from scripts.toolkit.running import services
 from scripts.toolkit.running.postgres import crash_postgres
-from scripts.toolkit.running.processes import Service
-from scripts.toolkit.running.services import STOP_TIMEOUT_S, started
+from scripts.toolkit.running.services import STOP_TIMEOUT_S, Service, started
 from scripts.toolkit.running.stack import parse_modes
 from scripts.toolkit.soak.audit import check_rows, make_tickets, summarize
 from scripts.toolkit.soak.faults import send_all

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from scripts.experiments.settings import DEFAULT_PROVIDER_URL, DEFAULT_THREAD_LIMIT, ExperimentSettings
 from scripts.toolkit.cli import PROJECT_ROOT, positive_int, progress
-from scripts.toolkit.running.processes import Service, free_port
-from scripts.toolkit.running.services import simulator, started, uvicorn_command
+from scripts.toolkit.running.processes import free_port
+from scripts.toolkit.running.services import Service, simulator, started, uvicorn_command
 
 APP = "scripts.experiments.app:app"
 UPSTREAM_PREFIX = "/upstream/"  # the routes that call the provider

@@ -77,6 +77,26 @@ def health_requests(tree: ast.AST) -> list[int]:
     ]
 
 
+def function_names(tree: ast.AST) -> set[str]:
+    """The names of the functions the code defines, at any depth."""
+    return {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)}
+
+
+def reads_postgres(tree: ast.AST) -> bool:
+    """Whether the code holds a query that reads PostgreSQL's state: a SELECT, or the server's activity."""
+    return any(text.lstrip().upper().startswith("SELECT") or "pg_stat_activity" in text for text in strings(tree))
+
+
+def finds_a_command_by_name(tree: ast.AST) -> bool:
+    """Whether a function walks the lessons' `.commands` and compares a command's `["name"]`."""
+    for function in ast.walk(tree):
+        if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+            code = ast.unparse(function)
+            if ".commands" in code and "['name'] ==" in code:
+                return True
+    return False
+
+
 # idea: (its home, what only the home may have in its code)
 HOMES = {
     "the closed load loop": ("load/closed_loop.py", lambda tree: bool(closed_loops(tree))),
@@ -91,6 +111,19 @@ HOMES = {
             {"subprocess.Popen", "os.killpg", "os.kill", "uvicorn.Server", "uvicorn.run"} & dotted_calls(tree)
         ),
     ),
+    "running a command to its end": (
+        "running/processes.py",
+        lambda tree: any(
+            call in ("subprocess.run", "subprocess.call", "subprocess.check_output") or call.endswith(".communicate")
+            for call in dotted_calls(tree)
+        ),
+    ),
+    "reading PostgreSQL's state": ("databases.py", reads_postgres),
+    "medians over passes": (
+        "measure/quantiles.py",
+        lambda tree: any(re.match(r"medians?(_|$)", name) for name in function_names(tree)),
+    ),
+    "finding a lesson command by its name": ("lessons/spec.py", finds_a_command_by_name),
     "the uvicorn command line": ("running/services.py", lambda tree: "uvicorn" in strings(tree)),
     "postmaster.pid": ("running/postgres.py", lambda tree: any("postmaster.pid" in text for text in strings(tree))),
     "the quantile": (
@@ -100,12 +133,23 @@ HOMES = {
         ),
     ),
     "the /metrics parser": ("metrics.py", lambda tree: "text_string_to_metric_families" in ast.unparse(tree)),
-    "the course's figures": ("reports/course_figures.py", lambda tree: any("course.toml" in text for text in strings(tree))),
+    "the course's figures": (
+        "reports/course_figures.py",
+        lambda tree: any("course.toml" in text for text in strings(tree)),
+    ),
 }
 
 
 # (idea, file): why it may, though not the idea's home
-ALLOWED = {("the /health prober", "scripts/stall.py"): "its untimed GETs of /health open connections before the clock"}
+ALLOWED = {
+    ("the /health prober", "scripts/stall.py"): "its untimed GETs of /health open connections before the clock",
+    (
+        "medians over passes",
+        "scripts/stall.py",
+    ): "the student's script: its --passes, from what a student's project holds",
+    ("reading PostgreSQL's state", "scripts/reference_api.py"): "an app: a ticket's own queries, as the API's",
+    ("reading PostgreSQL's state", "scripts/toolkit/running/busy.py"): "pgbench's load, a query it runs, not a reading",
+}
 
 
 @pytest.mark.parametrize("idea", HOMES)
@@ -114,6 +158,15 @@ def test_each_idea_lives_in_its_home_only(idea):
     files = [path.relative_to(PROJECT_ROOT).as_posix() for path in sorted(SCRIPTS.rglob("*.py"))]
     places = [name for name in files if (idea, name) not in ALLOWED and found_in(code_of(PROJECT_ROOT / name))]
     assert places == [f"scripts/toolkit/{home}"], f"{idea}: {places}"
+
+
+def test_the_toolkit_imports_no_command():
+    for path in TOOLKIT.rglob("*.py"):
+        for node in ast.walk(code_of(path)):
+            modules = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            modules += [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+            for module in modules:
+                assert not module.startswith("scripts.") or module.startswith("scripts.toolkit"), (path, module)
 
 
 def test_no_hand_written_http_client_or_server():
@@ -154,6 +207,16 @@ def test_the_checks_find_what_they_look_for():
     assert HOMES["the /health prober"][1](example)
     route = ast.parse("@router.get('/health')\nasync def health():\n    return {}\n")
     assert not HOMES["the /health prober"][1](route)
+    elsewhere = {
+        "running a command to its end": "result = subprocess.run(argv, capture_output=True)\n",
+        "reading PostgreSQL's state": "conn.execute('select count(*) FROM pg_stat_activity')\n",
+        "medians over passes": "def median_of(runs):\n    return runs\n",
+        "finding a lesson command by its name": (
+            "def find(lessons, name):\n    return [c for l in lessons for c in l.commands if c['name'] == name]\n"
+        ),
+    }
+    for idea, code in elsewhere.items():
+        assert HOMES[idea][1](ast.parse(code)), idea
 
 
 def test_the_tools_modes_are_the_apis_own():

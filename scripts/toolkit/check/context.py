@@ -16,7 +16,7 @@ from scripts.toolkit.check.student_api import CheckStack, Run
 from scripts.toolkit.check.student_project import database_server
 from scripts.toolkit.cli import progress
 from scripts.toolkit.databases import temporary_database
-from scripts.toolkit.lessons.spec import Lesson
+from scripts.toolkit.lessons.spec import Lesson, find_command
 from ticket_api.connecting import shown_dsn
 
 
@@ -49,13 +49,9 @@ class Context:
             self._resources.callback(self._stack.close)
         return self._stack
 
-    def command(self, name: str) -> dict:
-        """The lesson command called `name` (of any lesson)."""
-        return next(command for lesson in self.lessons for command in lesson.commands if command["name"] == name)
-
     def run(self, name: str, api_env: dict[str, str], fresh: bool = False) -> Run:
         """The run of a lesson command, with `api_env` on top of its own; `fresh` runs it again."""
-        command = self.command(name)
+        command = find_command(self.lessons, name)
         command = {**command, "api_env": {**command.get("api_env", {}), **api_env}}
         key = f"{name} {sorted(command['api_env'].items())}"
         if fresh or key not in self._runs:

@@ -16,10 +16,18 @@ from scripts.toolkit.check.student_project import (
     file_states,
     read_settings,
     settings_given,
+    settings_refused,
 )
 from scripts.toolkit.cli import readable_ms
 from scripts.toolkit.lessons.snapshots_readme import copy_commands
-from scripts.toolkit.lessons.spec import CommandTimedOut, Expectation, command_speed, expectation, lesson_chain
+from scripts.toolkit.lessons.spec import (
+    CommandTimedOut,
+    Expectation,
+    command_speed,
+    expectation,
+    find_command,
+    lesson_chain,
+)
 from scripts.toolkit.lessons.suites import collected_tests, run_suite
 
 SUITE_TIMEOUT_S = 300
@@ -55,7 +63,7 @@ def lesson_checks(ctx: Context) -> list[Check]:
         Check("tests", f"python -m pytest prints {ctx.lesson.tests} passed", lambda _: check_tests(ctx)),
     ]
     if any(lesson.checks for lesson in chain):
-        checks.append(Check("api", "the API starts with your settings", lambda _: check_api(ctx), ("copy",)))
+        checks.append(Check("api", "the API starts with your settings", lambda _: check_api_starts(ctx), ("copy",)))
     for entry in (entry for lesson in chain for entry in lesson.checks):
         if "setting" in entry:
             run, timing = functools.partial(check_setting, ctx, entry), False
@@ -106,16 +114,16 @@ def check_tests(ctx: Context) -> Result:
     return failed(f"{expected} passed", suite.summary, hint_id, "\n".join(reason), files=", ".join(by_file))
 
 
-def check_api(ctx: Context) -> Result:
+def check_api_starts(ctx: Context) -> Result:
     """The student's API starts with their own settings (their terminal's, their .env) and answers /health."""
     try:
         with ctx.stack.api({}):
             return passed()
     except ApiDidNotStart as exc:
-        line = str(exc)
-        kind = line.split(" ", 1)[0].rstrip(":")
-        hint_id = START_HINTS.get(kind, "api-bad-setting" if "invalid setting" in line else "api-start-failed")
-        return failed("the API answers GET /health", f"it stopped: {line}", hint_id, line=line)
+        hint_id = START_HINTS.get(exc.kind or "", "api-start-failed")
+        if hint_id == "api-start-failed" and settings_refused(ctx.project):
+            hint_id = "api-bad-setting"
+        return failed("the API answers GET /health", f"it stopped: {exc}", hint_id, line=str(exc))
 
 
 def check_setting(ctx: Context, entry: dict, attempt: int) -> Result:
@@ -136,7 +144,7 @@ def check_setting(ctx: Context, entry: dict, attempt: int) -> Result:
 
 def check_command(ctx: Context, entry: dict, attempt: int) -> Result:
     """A lesson command against the student's API: the figures the entry judges have the lesson's shape."""
-    command = ctx.command(entry["command"])
+    command = find_command(ctx.lessons, entry["command"])
     try:
         run = ctx.run(entry["command"], entry.get("api_env", {}), fresh=attempt > 1)
     except ApiDidNotStart as exc:

@@ -18,11 +18,14 @@ import psycopg
 
 from scripts.toolkit.check import loop_sampler
 from scripts.toolkit.cli import PROJECT_ROOT, CommandError
+from scripts.toolkit.databases import connections_held
 from scripts.toolkit.lessons.spec import command_speed, run_command
 from scripts.toolkit.lessons.suites import NO_TRACES
 from scripts.toolkit.measure.rates import read_simulator_stats
 from scripts.toolkit.running import services
-from scripts.toolkit.running.processes import Service
+from scripts.toolkit.running.services import Service, ServiceDidNotAnswer, ServiceStopped
+from ticket_api.connecting import connect
+from ticket_api.errors import StartupError
 
 CHECK_SPEED = 0.5  # the simulator's speed for the commands without a `speed` of their own in lessons.toml
 # A lesson command takes 20 s at most on a correct project (the blocking stall at speed 1); a broken one can take
@@ -31,17 +34,15 @@ COMMAND_TIMEOUT_S = 35
 SAMPLE_EVERY_S = 0.02
 HELD_AFTER_S = 1.0  # at speed 1: idle in a transaction longer than a classify call (0.91 s) is held through the AI wait
 API_START_TIMEOUT_S = 60
-# The API's connections to the check's own database idle in an open transaction for longer than the given seconds:
-# waiting for something outside PostgreSQL. A transaction that is only slow (a busy server's commit) is `active`.
-HELD_CONNECTIONS = """
-    SELECT count(*) FROM pg_stat_activity
-    WHERE datname = current_database() AND pid <> pg_backend_pid()
-      AND state = 'idle in transaction' AND state_change < clock_timestamp() - make_interval(secs => %s)
-"""
 
 
 class ApiDidNotStart(CommandError):
-    """The student's API stopped during start-up, or did not answer in time: why, in one line."""
+    """The student's API stopped during start-up, or did not answer in time: why, in one line, and the name of the
+    exception that stopped it, where its output gave one (`kind`: "SyntaxError", "StartupError" ...)."""
+
+    def __init__(self, line: str, kind: str | None = None):
+        super().__init__(line)
+        self.kind = kind
 
 
 @dataclass
@@ -81,11 +82,11 @@ class CheckStack:
         earlier = len(service.log_path.read_text(errors="replace")) if service.log_path.exists() else 0
         try:
             service.start(API_START_TIMEOUT_S)
-        except CommandError as exc:
+        except ServiceDidNotAnswer:
+            raise ApiDidNotStart(f"no answer to GET /health within {API_START_TIMEOUT_S} s") from None
+        except ServiceStopped:
             log = service.log_path.read_text(errors="replace")[earlier:]  # this start's output, not an earlier API's
-            if "did not answer" in str(exc):
-                raise ApiDidNotStart(f"no answer to GET /health within {API_START_TIMEOUT_S} s") from None
-            raise ApiDidNotStart(startup_failure(log, self.project)) from None
+            raise startup_failure(log, self.project) from None
         try:
             yield service
         finally:
@@ -132,13 +133,13 @@ class Sampler:
 
     def _sample(self) -> None:
         try:
-            with psycopg.connect(self.dsn, autocommit=True, connect_timeout=5) as conn, httpx.Client() as client:
+            with connect(self.dsn, autocommit=True) as conn, httpx.Client() as client:
                 while not self._stop.wait(SAMPLE_EVERY_S):
                     stats = read_simulator_stats(client.get(f"{self.simulator_url}/admin/stats", timeout=5))
-                    held = conn.execute(HELD_CONNECTIONS, (self.held_after_s,)).fetchone()
+                    held = connections_held(conn, self.held_after_s)
                     self._peak("provider_calls_at_once", stats["in_flight"])
-                    self._peak("connections_held", held[0] if held else 0)
-        except (psycopg.Error, httpx.HTTPError, KeyError, ValueError) as exc:
+                    self._peak("connections_held", held)
+        except (psycopg.Error, StartupError, httpx.HTTPError, KeyError, ValueError) as exc:
             self._error = exc
 
     def _peak(self, key: str, value: int) -> None:
@@ -149,8 +150,8 @@ TRACEBACK_FILE = re.compile(r'^\s*File "(.+)", line (\d+)')
 EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)): (.*)$")
 
 
-def startup_failure(log_text: str, project: Path) -> str:
-    """Why the API did not start, in one line: `SyntaxError in ticket_api/intake.py line 26: invalid syntax`."""
+def startup_failure(log_text: str, project: Path) -> ApiDidNotStart:
+    """Why the API did not start, from its output: `SyntaxError in ticket_api/intake.py line 26: invalid syntax`."""
     lines = [line.rstrip() for line in log_text.splitlines() if line.strip()]
     place = None
     for line in lines:
@@ -161,9 +162,9 @@ def startup_failure(log_text: str, project: Path) -> str:
         match = EXCEPTION.match(line.strip())
         if match:
             name = match[1].rsplit(".", 1)[-1]
-            return f"{name} in {place}: {match[2]}" if place else f"{name}: {match[2]}"
+            return ApiDidNotStart(f"{name} in {place}: {match[2]}" if place else f"{name}: {match[2]}", name)
     startup = [line.removeprefix("ERROR:").strip() for line in lines if line.startswith("ERROR:")]
     reasons = [line for line in startup if "Application startup failed" not in line and "Traceback" not in line]
     if reasons:
-        return reasons[-1]
-    return lines[-1].strip() if lines else "it stopped without a word"
+        return ApiDidNotStart(reasons[-1])
+    return ApiDidNotStart(lines[-1].strip() if lines else "it stopped without a word")

@@ -7,7 +7,6 @@ environment wins over `.env`), its PostgreSQL is its DATABASE_URL or its embedde
 import json
 import os
 import re
-import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,6 +17,7 @@ from dotenv import dotenv_values
 from scripts.toolkit.cli import PROJECT_ROOT, CommandError
 from scripts.toolkit.lessons.spec import Lesson, lesson_chain
 from scripts.toolkit.lessons.suites import NO_TRACES
+from scripts.toolkit.running.processes import run_to_completion
 from ticket_api.config import Settings
 
 SNAPSHOTS = PROJECT_ROOT / "snapshots"
@@ -81,24 +81,45 @@ def _line_of(env_file: Path, name: str) -> int:
     return next((number for number, line in enumerate(lines, 1) if pattern.match(line)), 0)
 
 
+class InvalidSettings(CommandError):
+    """The project's own `load_settings()` refuses its settings: its one line."""
+
+
+# In the project's folder, with its Python: its settings as its own code reads them, or why it refuses them.
+READ_SETTINGS = """
+import json, sys
+from ticket_api.config import load_settings
+from ticket_api.errors import StartupError
+try:
+    settings = load_settings()
+except StartupError as exc:
+    print(json.dumps({"invalid": str(exc)}))
+else:
+    print(json.dumps({"values": {name: str(getattr(settings, name.lower(), None)) for name in sys.argv[1:]}}))
+"""
+
+
 def read_settings(project: Path, names: list[str]) -> dict[str, str]:
-    """The settings' values as the project's own code reads them (its `load_settings()`, in its folder)."""
-    code = (
-        "import json, sys\nfrom ticket_api.config import load_settings\nsettings = load_settings()\n"
-        "print(json.dumps({name: str(getattr(settings, name.lower(), None)) for name in sys.argv[1:]}))"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code, *names],
-        cwd=project,
-        env={**os.environ, **NO_TRACES},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    """The settings' values as the project's own code reads them (its `load_settings()`, in its folder);
+    InvalidSettings when it refuses them."""
+    argv = [sys.executable, "-c", READ_SETTINGS, *names]
+    result = run_to_completion(argv, project, {**os.environ, **NO_TRACES}, timeout_s=60)
     if result.returncode != 0:
         lines = result.stderr.strip().splitlines() or ["no output"]
         raise CommandError(f"could not read your settings with ticket_api.config.load_settings(): {lines[-1]}")
-    return json.loads(result.stdout)
+    answer = json.loads(result.stdout)
+    if "invalid" in answer:
+        raise InvalidSettings(answer["invalid"])
+    return answer["values"]
+
+
+def settings_refused(project: Path) -> bool:
+    """Whether the project's own `load_settings()` refuses the settings it is given."""
+    try:
+        read_settings(project, [])
+    except InvalidSettings:
+        return True
+    return False
 
 
 @contextmanager

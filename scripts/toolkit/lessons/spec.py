@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from scripts.toolkit.cli import PROJECT_ROOT, CommandError
+from scripts.toolkit.running.processes import run_to_completion
 
 LESSONS = PROJECT_ROOT / "snapshots" / "lessons.toml"
 COMPARISONS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "=": operator.eq}
@@ -31,10 +32,6 @@ class Lesson:
     commands: list[dict]
     checks: list[dict] = field(default_factory=list)  # what scripts.check adds to the commands' own figures
 
-    def command(self, name: str) -> dict:
-        """The command of this lesson named `name`."""
-        return next(command for command in self.commands if command["name"] == name)
-
 
 def load_lessons() -> tuple[dict, list[Lesson]]:
     """The snapshots and lessons of lessons.toml."""
@@ -43,6 +40,11 @@ def load_lessons() -> tuple[dict, list[Lesson]]:
         Lesson(commands=entry.pop("commands", []), checks=entry.pop("checks", []), **entry) for entry in data["lessons"]
     ]
     return data["snapshots"], lessons
+
+
+def find_command(lessons: list[Lesson], name: str) -> dict:
+    """The lesson command called `name`, of any lesson (a check may judge an earlier lesson's command)."""
+    return next(command for lesson in lessons for command in lesson.commands if command["name"] == name)
 
 
 def lesson_chain(lessons: list[Lesson], lesson_id: str) -> list[Lesson]:
@@ -118,7 +120,7 @@ def run_command(command: dict, url: str, speed: float, cwd: Path, timeout_s: flo
     for flag, value in command.get("scaled_args", {}).items():
         argv += [flag, f"{value * speed:g}"]
     try:
-        result = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout_s)
+        result = run_to_completion(argv, cwd, timeout_s=timeout_s)
     except subprocess.TimeoutExpired:
         raise CommandTimedOut(f"`{command['run']}` did not finish within {timeout_s:g} s") from None
     if result.returncode not in (0, 1):  # 1 = some tickets failed: the figures still say what happened

@@ -10,6 +10,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from scripts.toolkit.running.processes import run_to_completion
+
 SUITE_TIMEOUT_S = 900
 COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?)")
 # pytest's short summary (-rfE): "FAILED tests/test_x.py::test_y - AssertionError: ...", "ERROR tests/test_z.py - ..."
@@ -59,14 +61,8 @@ def collected_tests(project: Path, env: dict[str, str] | None = None, timeout_s:
 def _pytest(
     project: Path, args: list[str], env: dict[str, str] | None, timeout_s: float
 ) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", *args],
-        cwd=project,
-        env={**os.environ, **NO_TRACES, **(env or {})},
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
-    )
+    argv = [sys.executable, "-m", "pytest", *args]
+    return run_to_completion(argv, project, {**os.environ, **NO_TRACES, **(env or {})}, timeout_s)
 
 
 def _singular(word: str) -> str:

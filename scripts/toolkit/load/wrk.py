@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 
 from scripts.toolkit.cli import CommandError
+from scripts.toolkit.running.processes import run_to_completion
 
 MARK = "WRK_FIGURES "
 SCRIPT = """
@@ -68,7 +69,7 @@ def run_wrk(url: str, users: int, duration_s: float, ramp_s: float, bodies: list
         seconds = max(1, round(ramp_s + duration_s))
         argv = ["wrk", "-t1", f"-c{users}", f"-d{seconds}s", "--timeout", "60s", "-s", str(path), url]
         try:
-            result = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 90)
+            result = run_to_completion(argv, timeout_s=seconds + 90)
         except subprocess.TimeoutExpired:
             raise CommandError(f"wrk did not end within {seconds + 90} s") from None
     line = next((line for line in result.stdout.splitlines() if line.startswith(MARK)), None)

@@ -12,11 +12,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from scripts.toolkit.cli import Clock, CommandError, progress
-from scripts.toolkit.databases import init, one_row
-from scripts.toolkit.running.processes import Service
-from scripts.toolkit.running.services import api, simulator, started
+from scripts.toolkit.databases import init
+from scripts.toolkit.running.services import Service, api, simulator, started
 from ticket_api.config import load_settings
-from ticket_api.database import connect, resolve_dsn, shown_dsn
+from ticket_api.database import resolve_dsn, shown_dsn
 
 MODES = ("blocking", "async", "thread")  # INTAKE_MODE's values (Settings.intake_mode), in the course's order
 LOOPS = ("asyncio", "uvloop")  # asyncio's own loop is the course's; uvloop is the optional extra
@@ -64,21 +63,6 @@ class Stack:
                     f"API at {server.url} on {loop}"
                 )
                 yield server
-
-    def last_ticket_id(self) -> int:
-        """The highest ticket id now: tickets created from now on have higher ones."""
-        with connect(self.dsn) as conn:
-            return one_row(conn, "SELECT coalesce(max(id), 0) FROM tickets")[0]
-
-    def provider_time(self, after_id: int) -> tuple[int, float | None]:
-        """(tickets saved, mean provider seconds per ticket: classify + draft + embed) after `after_id`."""
-        with connect(self.dsn) as conn:
-            count, mean_ms = one_row(
-                conn,
-                "SELECT count(*), avg(classify_ms + draft_ms + embed_ms) FROM ticket_ai_results WHERE ticket_id > %s",
-                (after_id,),
-            )
-        return count, None if mean_ms is None else float(mean_ms) / 1000
 
 
 @contextmanager

@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from scripts.toolkit import dataset
-from ticket_api.database import connect
+from scripts.toolkit.databases import saved_tickets
 
 MARKER = re.compile(r"\[(soak-[0-9a-f]+-\d+)\]$")
 
@@ -45,11 +45,7 @@ def make_tickets(count: int, seed: str) -> list[dict]:
 
 def check_rows(dsn: str, outcomes: list[Journey]) -> dict:
     """Compare the answers with the rows in PostgreSQL: the counts, and every violation as one line."""
-    with connect(dsn) as conn:
-        rows = conn.execute(
-            """SELECT t.id, t.subject, r.ticket_id IS NOT NULL, extract(epoch FROM t.created_at)::float8 FROM tickets t
-               LEFT JOIN ticket_ai_results r ON r.ticket_id = t.id ORDER BY t.id"""
-        ).fetchall()
+    rows = saved_tickets(dsn)
     saved: dict[str, list[int]] = {}
     created_at = {ticket_id: created for ticket_id, _, _, created in rows}
     violations = [f"ticket {ticket_id} has no AI results" for ticket_id, _, complete, _ in rows if not complete]

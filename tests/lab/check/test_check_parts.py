@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from fastapi import FastAPI
 
+from scripts.snapshots import copy_tree
 from scripts.toolkit.check import loop_sampler
 from scripts.toolkit.check.checks import (
     ERROR,
@@ -29,6 +30,7 @@ from scripts.toolkit.check.checks import (
 )
 from scripts.toolkit.check.report import as_text, exit_code, hints
 from scripts.toolkit.check.student_api import startup_failure
+from scripts.toolkit.check.student_project import SNAPSHOTS, InvalidSettings, read_settings, settings_refused
 from scripts.toolkit.cli import PROJECT_ROOT, Clock
 from scripts.toolkit.lessons.spec import CommandTimedOut, expectation, load_lessons, run_command
 from tests.servers import serve
@@ -160,7 +162,18 @@ LOGS = {
 @pytest.mark.parametrize("kind", LOGS)
 def test_why_an_api_did_not_start_is_one_line_naming_the_file_and_line(kind, tmp_path):
     log, line = LOGS[kind]
-    assert startup_failure(log.replace("{p}", str(tmp_path)), tmp_path) == line.replace("{p}", str(tmp_path))
+    failure = startup_failure(log.replace("{p}", str(tmp_path)), tmp_path)
+    assert str(failure) == line.replace("{p}", str(tmp_path))
+    assert failure.kind == {"syntax": "SyntaxError", "import": "ImportError", "setting": None}[kind]
+
+
+def test_settings_the_projects_own_code_refuses_are_told_apart_by_its_exception_not_its_words(tmp_path):
+    project = copy_tree(SNAPSHOTS / "end-of-m02", tmp_path / "project")
+    assert not settings_refused(project)
+    (project / ".env").write_text("INTAKE_MODE=asynch\n")
+    assert settings_refused(project)
+    with pytest.raises(InvalidSettings, match="INTAKE_MODE"):
+        read_settings(project, ["INTAKE_MODE"])
 
 
 @pytest.mark.timing

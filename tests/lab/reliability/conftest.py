@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from scripts.toolkit.running import processes, services
+from scripts.toolkit.running import services
 from ticket_api.connecting import connect
 from ticket_api.database import apply_schema
 from ticket_api.embedded import embedded_dsn, stop_embedded
@@ -14,9 +14,9 @@ from ticket_api.embedded import embedded_dsn, stop_embedded
 @pytest.fixture(scope="session")
 def start_simulator(tmp_path_factory) -> Iterator:
     """`start_simulator(*flags, speed=, quota=)`: a simulator process, ready; every one is stopped at the end."""
-    started: list[processes.Service] = []
+    started: list[services.Service] = []
 
-    def start(*flags: str, speed: float = 0.01, quota: int = 0) -> processes.Service:
+    def start(*flags: str, speed: float = 0.01, quota: int = 0) -> services.Service:
         service = services.simulator(
             speed=speed, quota=quota, extra=list(flags), log_dir=tmp_path_factory.mktemp("sim")
         )
@@ -31,9 +31,9 @@ def start_simulator(tmp_path_factory) -> Iterator:
 @pytest.fixture
 def start_api(database_url: str, tmp_path) -> Iterator:
     """`start_api(provider_url, **env)`: the API as a `python -m uvicorn` process on the test database."""
-    started: list[processes.Service] = []
+    started: list[services.Service] = []
 
-    def start(provider_url: str, **env: str) -> processes.Service:
+    def start(provider_url: str, **env: str) -> services.Service:
         settings = {"DATABASE_URL": database_url, **env}
         service = services.api(provider_url, env=settings, log_dir=tmp_path / f"api-{len(started)}")
         started.append(service)

@@ -20,7 +20,7 @@ KEEP_ALIVE_S = 1.0  # --timeout-keep-alive of the API under test
 
 
 @pytest.fixture(scope="module")
-def api(database_url: str, tmp_path_factory) -> Iterator[processes.Service]:
+def api(database_url: str, tmp_path_factory) -> Iterator[services.Service]:
     """The API with small bounds (no provider: these requests never reach it)."""
     service = services.api(
         f"http://127.0.0.1:{processes.free_port()}/v1",

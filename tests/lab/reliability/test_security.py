@@ -16,7 +16,7 @@ from fastapi_cli.cli import app as fastapi_cli
 from psycopg.conninfo import make_conninfo
 
 from scripts.toolkit import cli
-from scripts.toolkit.running import processes
+from scripts.toolkit.running import processes, services
 from simulator.settings import Settings as SimulatorSettings
 from tests.lab.reliability.reliability_testing import marked_ticket, post_all
 from tests.lab.tools.commands import run_module
@@ -50,10 +50,10 @@ def test_every_server_of_the_lab_defaults_to_loopback():
 
 def test_the_simulator_and_the_api_listen_on_loopback_when_not_told_otherwise(database_url, tmp_path):
     sim_port, api_port = processes.free_port(), processes.free_port()
-    simulator = processes.Service(
+    simulator = services.Service(
         "simulator", [sys.executable, "-m", "simulator", "--port", str(sim_port)], sim_port, log_dir=tmp_path
     )
-    api = processes.Service(
+    api = services.Service(
         "api",
         [sys.executable, "-m", "uvicorn", "ticket_api.main:app", "--port", str(api_port)],
         api_port,

@@ -68,7 +68,7 @@ def watched_stall(mode: str, lab_database_url: str, folder: Path) -> dict[str, s
             "--port",
             str(port),
         ]
-        watch = processes.Service("watch", argv, port, log_dir=folder).start(ready="port")
+        watch = services.Service("watch", argv, port, log_dir=folder).start(ready="port")
         try:
             stall = run_module("scripts.stall", "--url", api.url, "--tickets", "4", "--concurrency", "4", "--seed", "1")
             assert stall.returncode == 0, stall.stderr  # every ticket answered 201

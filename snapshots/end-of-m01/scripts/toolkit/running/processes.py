@@ -1,15 +1,13 @@
 """The one process runner of scripts and tests: free ports, child processes in a group of their own stopped by pid
-(`start_process`, `running`, `stop_process`), a Service ready on /health, an ASGI app served in a thread, and a
-function run in an interpreter of its own (`in_own_process`)."""
+(`start_process`, `running`, `stop_process`), a command run to its end (`run_to_completion`, `run_in_foreground`),
+an ASGI app served in a thread, and a function run in an interpreter of its own (`in_own_process`)."""
 
 import asyncio
 import multiprocessing
 import os
-import shutil
 import signal
 import socket
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -21,7 +19,6 @@ from typing import IO, Any
 import uvicorn
 
 from scripts.toolkit.cli import PROJECT_ROOT, CommandError
-from scripts.toolkit.health import is_healthy
 
 GRACE_S = 5  # how long a command in the foreground may take to end after a Ctrl+C, before it is stopped
 # Popen options that give a process a group of its own: stopping it stops its children (uvicorn
@@ -83,93 +80,6 @@ def running(argv: list[str], **options: Any) -> Iterator[subprocess.Popen]:
         stop_process(process)
 
 
-class Service:
-    """A process this program started: ready when its /health answers, stopped by its pid (and its children)."""
-
-    def __init__(
-        self,
-        name: str,
-        argv: list[str],
-        port: int,
-        env: dict[str, str] | None = None,
-        log_dir: Path | None = None,
-        cwd: Path = PROJECT_ROOT,
-    ):
-        self.name = name
-        self.cwd = cwd
-        self.argv = argv
-        self.port = port
-        self.url = f"http://127.0.0.1:{port}"
-        self.env = {**os.environ, **(env or {})}
-        self._own_log_dir = log_dir is None  # a temporary folder, removed when the process ends cleanly
-        self.log_path = Path(log_dir or tempfile.mkdtemp(prefix="lab-")) / f"{name}.log"
-        self.process: subprocess.Popen | None = None
-
-    def start(self, timeout_s: float = 60, ready: str = "health") -> "Service":
-        """Start the process and wait until GET /health answers 200, or with ready="port" until it listens.
-
-        ("port" is for an API restarted under load: a blocking-mode API flooded by waiting clients
-        may not answer /health for a long while, though it is up.)
-        """
-        check_port_free(self.port)
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path, "ab") as log:
-            self.process = start_process(self.argv, self.cwd, self.env, stdout=log)
-        try:
-            self._wait_until_ready(timeout_s, ready)
-        except BaseException:  # not ready, Ctrl+C or SIGTERM while waiting: stop what was started
-            self.stop()
-            raise
-        return self
-
-    def _wait_until_ready(self, timeout_s: float, ready: str) -> None:
-        assert self.process is not None  # started
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise CommandError(f"{self.name} stopped during start-up: {self.last_log_line()}")
-            if self._listening() if ready == "port" else is_healthy(self.url):
-                return
-            time.sleep(0.05)
-        raise CommandError(f"{self.name} did not answer within {timeout_s:g} s; see {self.log_path}")
-
-    def stop(self, timeout_s: float = 35) -> int | None:
-        """SIGTERM (graceful: in-flight requests finish), then SIGKILL after `timeout_s`; returns the exit code."""
-        if self.process is None:
-            return None
-        stop_process(self.process, timeout_s)
-        # uvicorn raises the SIGTERM again once it has shut down gracefully: that is a clean end too.
-        if self._own_log_dir and self.process.returncode in (0, -signal.SIGTERM):
-            shutil.rmtree(self.log_path.parent, ignore_errors=True)
-        return self.process.returncode
-
-    @property
-    def pid(self) -> int:
-        """The id of the process (started)."""
-        assert self.process is not None
-        return self.process.pid
-
-    def kill(self) -> int:
-        """SIGKILL to the process and its children (uvicorn's workers): a crash, nothing runs on; its exit code."""
-        assert self.process is not None  # started
-        return stop_process(self.process, graceful=False)
-
-    def _listening(self) -> bool:
-        with socket.socket() as sock:
-            return sock.connect_ex(("127.0.0.1", self.port)) == 0
-
-    def last_log_line(self) -> str:
-        """The last non-empty line of the process's output."""
-        lines = [line for line in self.log_path.read_text(errors="replace").splitlines() if line.strip()]
-        return lines[-1].strip() if lines else "(no output)"
-
-    def __enter__(self) -> "Service":
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-
 def stop_process(process: subprocess.Popen, timeout_s: float = 35, graceful: bool = True) -> int:
     """Stop a process started with OWN_GROUP: SIGTERM to it and its children, SIGKILL after `timeout_s` (at once
     without `graceful`); its exit code.
@@ -191,6 +101,23 @@ def stop_process(process: subprocess.Popen, timeout_s: float = 35, graceful: boo
             except subprocess.TimeoutExpired:
                 continue
         return process.wait()
+
+
+def run_to_completion(
+    argv: list[str], cwd: Path = PROJECT_ROOT, env: dict[str, str] | None = None, timeout_s: float | None = None
+) -> subprocess.CompletedProcess:
+    """Run a command to its end in a group of its own, its output captured as text; its result.
+
+    Past `timeout_s`, or on Ctrl+C or SIGTERM meanwhile, it is stopped with its children, and the
+    exception goes on (subprocess.TimeoutExpired for the timeout).
+    """
+    process = start_process(argv, cwd, env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        stdout, stderr = process.communicate(timeout=timeout_s)
+    except BaseException:
+        stop_process(process, graceful=False)
+        raise
+    return subprocess.CompletedProcess(argv, process.returncode, stdout, stderr)
 
 
 def run_in_foreground(argv: list[str], cwd: Path | None = None, env: dict[str, str] | None = None) -> int:
