@@ -29,7 +29,7 @@ FIGURES = {
 }
 
 
-def read_metrics(text: str) -> dict[str, float]:
+def watched_figures(text: str) -> dict[str, float]:
     """The figures burst watches, from /metrics in Prometheus text format."""
     values = metric_totals(text)
     return {name: float(values.get(metric, 0)) for name, metric in FIGURES.items()}
@@ -41,14 +41,14 @@ async def burst(url: str, tickets: int, interval: float, seed: int) -> dict:
     limits = httpx.Limits(max_connections=tickets + 2)
     async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as client:
         await check_api(client)
-        before = read_metrics((await client.get("/metrics")).text)
+        before = watched_figures((await client.get("/metrics")).text)
         samples: list[dict[str, float]] = []
         done = asyncio.Event()
 
         async def watch() -> None:
             while not done.is_set():
                 try:
-                    samples.append(read_metrics((await client.get("/metrics")).text))
+                    samples.append(watched_figures((await client.get("/metrics")).text))
                 except httpx.HTTPError:
                     pass  # a missed sample; the tickets' answers tell the rest
                 await asyncio.sleep(interval)
@@ -70,7 +70,7 @@ async def burst(url: str, tickets: int, interval: float, seed: int) -> dict:
             done.set()
             await watcher
         total_s = time.perf_counter() - started
-        after = read_metrics((await client.get("/metrics")).text)
+        after = watched_figures((await client.get("/metrics")).text)
     return summarize(results, samples, before, after, total_s)
 
 

@@ -22,7 +22,7 @@ from scripts.toolkit.load.locust import run_locust
 from scripts.toolkit.measure.cpu import cpu_seconds
 from scripts.toolkit.measure.held_series import record_tick_s, recorded_in_thread
 from scripts.toolkit.reports import charts
-from scripts.toolkit.reports.capacity_table import render, summarize, write_files
+from scripts.toolkit.reports.capacity_table import median_rows, render, write_files
 from scripts.toolkit.reports.held_chart import describe_peaks
 from scripts.toolkit.running.stack import EXIT_CODES, Stack, add_modes_argument, event_loop, running_stack
 
@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     clock = Clock()
     with running_stack(args.speed, folder / "logs", clock) as stack:
         runs = measure_modes(stack, args, folder, clock)
-    rows = summarize(runs)
+    rows = median_rows(runs)
     written = write_files(folder, rows, runs, args.speed, draw)
     if args.json:
         print(json.dumps({"rows": rows, "runs": runs, "files": written}))

@@ -15,7 +15,7 @@ from scripts.stall import measure_stall
 from scripts.toolkit.cli import Clock, output_folder, positive_float, positive_int, progress, run
 from scripts.toolkit.measure.held_series import record_tick_s, watched
 from scripts.toolkit.reports import charts
-from scripts.toolkit.reports.compare_table import render, shown_ms, summarize, write_files
+from scripts.toolkit.reports.compare_table import median_rows, render, shown_ms, write_files
 from scripts.toolkit.reports.held_chart import describe_peaks
 from scripts.toolkit.running.stack import EXIT_CODES, Stack, add_modes_argument, parse_loops, run_name, running_stack
 
@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         runs = measure_modes(
             stack, args.modes, args.loop, args.passes, args.interval or 0.1 * args.speed, args.seed, clock, args.held
         )
-    rows = summarize(runs)
+    rows = median_rows(runs)
     written = write_files(folder, rows, runs, args.speed, draw)
     if args.json:
         print(json.dumps({"rows": rows, "files": written}))

@@ -17,7 +17,7 @@ from scripts.experiments.runner import MEASURE_EXIT_CODES, add_app_arguments, ap
 from scripts.toolkit.cli import fmt_ms, positive_float, positive_int, progress, route_path, run
 from scripts.toolkit.health import check_api, probe_health, times_ms
 from scripts.toolkit.load.closed_loop import closed_loop, getter, session, warm_up
-from scripts.toolkit.measure.quantiles import summarize
+from scripts.toolkit.measure.quantiles import percentiles
 
 
 async def measure(url: str, path: str, concurrency: int, requests: int, interval_s: float) -> dict:
@@ -42,10 +42,10 @@ async def measure(url: str, path: str, concurrency: int, requests: int, interval
         "errors": len(load.errors),
         "error_kinds": dict(Counter(load.errors).most_common(3)),
         "rps": load.rps,
-        "latency_ms": summarize(load.latencies_ms),
-        "server_ms": summarize(load.server_ms),
+        "latency_ms": percentiles(load.latencies_ms),
+        "server_ms": percentiles(load.server_ms),
         "health_interval_s": interval_s,
-        "health_ms": summarize(health_ms),
+        "health_ms": percentiles(health_ms),
         "generator_cpu_share": load.cpu_share,
         "generator_saturated": load.saturated,
     }

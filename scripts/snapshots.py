@@ -156,11 +156,11 @@ def check_suites_and_lessons(workdir: Path, speed: float) -> list[str]:
         problems.append(suite_problem(f"{lesson.id} replayed", summary, lesson.tests))
         for command in lesson.commands:
             progress(f"(d) {lesson.id}: {command['name']}")
-            problems += check_command(project, command, speed, database_url)
+            problems += command_problems(project, command, speed, database_url)
     return [p for p in problems if p]
 
 
-def check_command(project: Path, command: dict, speed: float, database_url: str) -> list[str]:
+def command_problems(project: Path, command: dict, speed: float, database_url: str) -> list[str]:
     """Run one lesson command against a live stack made of `project`; compare its --json with `expect`.
 
     A command's own `speed` in lessons.toml wins over the check's.

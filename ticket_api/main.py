@@ -67,7 +67,7 @@ def create_app(settings: Settings | None = None, provider=None) -> FastAPI:
         return {"status": "ok"}
 
     @app.get("/metrics", include_in_schema=False)
-    async def read_metrics(request: Request) -> Response:
+    async def metrics_page(request: Request) -> Response:
         """The metrics in Prometheus text format."""
         return Response(metrics.render(), media_type="text/plain; version=0.0.4")
 

@@ -16,7 +16,7 @@ def quantile(values: list[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
 
 
-def summarize(values_ms: list[float]) -> dict:
+def percentiles(values_ms: list[float]) -> dict:
     """count, p50, p95, p99, max and mean of the samples; each figure is None when there are none."""
     if not values_ms:
         return {"count": 0, "p50": None, "p95": None, "p99": None, "max": None, "mean": None}

@@ -24,7 +24,7 @@ FIGURES = (
 )
 
 
-def summarize(runs: list[dict]) -> list[dict]:
+def median_rows(runs: list[dict]) -> list[dict]:
     """One row per mode and users level: medians over the passes, failures summed."""
     rows = []
     for key in dict.fromkeys((each["mode"], each["users"]) for each in runs):

@@ -13,7 +13,7 @@ from scripts.toolkit.reports.held_chart import draw_held
 FIGURES = ("total_s", "health_answers", "health_median_ms", "health_slowest_ms")  # of a stall run, as the course's
 
 
-def summarize(runs: dict) -> list[dict]:
+def median_rows(runs: dict) -> list[dict]:
     """One row per mode and loop: the median of each figure over its passes (each pass's under "each"),
     next to the course's figures."""
     rows = []

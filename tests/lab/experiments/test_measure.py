@@ -24,7 +24,7 @@ from scripts.toolkit.load.closed_loop import (
     session,
     warm_up,
 )
-from scripts.toolkit.measure.quantiles import quantile, summarize
+from scripts.toolkit.measure.quantiles import percentiles, quantile
 from tests.servers import serve
 
 
@@ -39,13 +39,13 @@ def test_quantile_interpolates_between_the_nearest_values():
             quantile(*empty_or_off_scale)
 
 
-def test_summarize_gives_the_figures_or_none_for_no_samples():
-    summary = summarize([float(n) for n in range(1, 101)])
+def test_percentiles_give_the_figures_or_none_for_no_samples():
+    summary = percentiles([float(n) for n in range(1, 101)])
     assert summary["count"] == 100
     assert summary["p50"] == pytest.approx(50.5)
     assert summary["p99"] == pytest.approx(99.01)
     assert (summary["max"], summary["mean"]) == (100.0, 50.5)
-    assert summarize([]) == {"count": 0, "p50": None, "p95": None, "p99": None, "max": None, "mean": None}
+    assert percentiles([]) == {"count": 0, "p50": None, "p95": None, "p99": None, "max": None, "mean": None}
 
 
 def test_a_generator_is_saturated_from_90_percent_of_a_core():

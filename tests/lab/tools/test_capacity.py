@@ -10,7 +10,7 @@ import pytest
 
 from scripts.toolkit.load.locust import read_ticket_times, run_locust, ticket_figures
 from scripts.toolkit.measure.quantiles import quantile
-from scripts.toolkit.reports.capacity_table import render, summarize
+from scripts.toolkit.reports.capacity_table import median_rows, render
 from scripts.toolkit.reports.charts import draw_capacity
 from tests.fakes import FakeProvider
 from tests.lab.tools.commands import HELD_FIELDS, listening, run_module
@@ -81,7 +81,7 @@ def test_rows_are_medians_over_passes_with_the_course_only_at_8_users():
         a_run("thread", 32, 9.0, 2.3, failures=2),
         a_run("thread", 32, 9.5, 2.3, failures=1),
     ]
-    free, thread = summarize(runs)
+    free, thread = median_rows(runs)
     assert free["passes"] == 3 and free["tickets_per_s"] == 3.4 and free["provider_s_per_ticket"] == 2.25
     assert free["course"] == {"tickets_per_s": 3.47, "p50_ms": 2146.6, "p95_ms": 2734.2}
     assert thread["course"] is None and thread["failures"] == 3 and thread["tickets_per_s"] == 9.25
@@ -92,7 +92,7 @@ def test_rows_are_medians_over_passes_with_the_course_only_at_8_users():
 
 
 def test_the_chart_marks_each_limit(tmp_path):
-    rows = summarize([a_run("thread", 8, 3.2, 2.3), a_run("blocking", 8, 0.4, 2.2), a_run("async", 8, 3.5, 2.25)])
+    rows = median_rows([a_run("thread", 8, 3.2, 2.3), a_run("blocking", 8, 0.4, 2.2), a_run("async", 8, 3.5, 2.25)])
     draw_capacity(rows, str(tmp_path / "capacity.svg"))
     svg = (tmp_path / "capacity.svg").read_text()
     assert "Little" in svg and "0.40" in svg and "3.50" in svg

@@ -12,7 +12,7 @@ import pytest
 
 from scripts.toolkit.reports import course_figures
 from scripts.toolkit.reports.charts import draw_health_medians
-from scripts.toolkit.reports.compare_table import render, summarize
+from scripts.toolkit.reports.compare_table import median_rows, render
 from scripts.toolkit.running.processes import start_process, stop_process
 from tests.lab.tools.commands import HELD_FIELDS, listening, run_module
 
@@ -42,7 +42,7 @@ def test_each_figure_is_the_median_of_the_passes():
         ],
         "async": [a_pass("async", 5.0, 0, None, None)],
     }
-    blocking, free = summarize(runs)
+    blocking, free = median_rows(runs)
     assert (blocking["total_s"], blocking["health_answers"], blocking["health_median_ms"]) == (19.0, 3, 8700.0)
     assert blocking["health_slowest_ms"] == 9800.0 and blocking["passes"] == 3
     assert blocking["course"] == course_figures.stall("blocking")
@@ -50,7 +50,7 @@ def test_each_figure_is_the_median_of_the_passes():
 
 
 def test_the_table_shows_a_stalled_health_in_seconds_and_a_free_one_in_milliseconds():
-    rows = summarize(
+    rows = median_rows(
         {"blocking": [a_pass("blocking", 18.84, 3, 8737.2, 9824.7)], "async": [a_pass("async", 5.43, 51, 3.42, 6.0)]}
     )
     lines = render(rows, passes=1, speed=1).splitlines()
@@ -62,7 +62,7 @@ def test_the_table_shows_a_stalled_health_in_seconds_and_a_free_one_in_milliseco
 
 def test_several_passes_show_each_pass_then_the_median_beside_the_course():
     passes = [a_pass("blocking", 19.3, 3, 9370.0, 9750.0), a_pass("blocking", 17.7, 4, 4686.0, 7990.0)]
-    lines = render(summarize({"blocking": [*passes, a_pass("blocking", 18.1, 3, 8384.0, 9485.0)]}), 3, 1).splitlines()
+    lines = render(median_rows({"blocking": [*passes, a_pass("blocking", 18.1, 3, 8384.0, 9485.0)]}), 3, 1).splitlines()
     assert "median of 3 passes" in lines[0]
     assert re.fullmatch(r"blocking, pass 1\s+19\.3 s\s+3\s+9\.37 s\s+9\.75 s", lines[2])
     assert re.fullmatch(r"blocking, pass 2\s+17\.7 s\s+4\s+4\.69 s\s+7\.99 s", lines[3])
@@ -73,7 +73,7 @@ def test_several_passes_show_each_pass_then_the_median_beside_the_course():
 
 
 def test_the_chart_of_health_medians_is_an_svg_with_both_scales(tmp_path):
-    rows = summarize(
+    rows = median_rows(
         {"blocking": [a_pass("blocking", 18.8, 3, 8737.2, 9824.7)], "thread": [a_pass("thread", 4.8, 45, 3.4, 5.4)]}
     )
     draw_health_medians(rows, str(tmp_path / "chart.svg"))
