@@ -31,7 +31,6 @@ import argparse
 import functools
 import json
 import time
-from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -39,15 +38,8 @@ from pathlib import Path
 from scripts.reference_api import OPTIONS
 from scripts.toolkit.cli import Clock, output_folder, parse_levels, positive_int, progress, run
 from scripts.toolkit.load import wrk
-from scripts.toolkit.load.levels import (
-    Level,
-    measure,
-    measure_with_wrk,
-    pooled,
-    recorded_ticket_ms,
-    ticket_alone,
-    window_s,
-)
+from scripts.toolkit.load.levels import Level, measure, measure_with_wrk, recorded_ticket_ms, ticket_alone, window_s
+from scripts.toolkit.load.turns import in_turn, options_in_turn
 from scripts.toolkit.measure import profile
 from scripts.toolkit.measure.cpu import pace_ms, processes_by_role
 from scripts.toolkit.reports.bench_report import by_generator, machine, report, verdicts
@@ -61,6 +53,108 @@ OPTIONS_USERS = 256
 
 def main() -> int:
     """Start the stack, run every level, print the table, write JSON; exit code 1 if a target failed."""
+    args = parser().parse_args()
+    folder = output_folder(args.out, "bench")
+    recorded_ms = recorded_ticket_ms()
+    ticket_s = sum(recorded_ms.values()) / 1000
+    if args.wrk_users and not wrk.available():
+        progress("wrk is not installed (apt install wrk): the bench runs without its outside check")
+        args.wrk_users = []
+    progress(f"bench on {machine()}")
+    pace = [pace_ms()]
+    with running_stack(1.0, folder / "logs", Clock()) as stack:
+        alone, levels, options = one_process(stack, args, folder, ticket_s)
+        levels += two_processes_and_thread(stack, args, ticket_s)
+    pace.append(pace_ms())
+    table = report(levels, recorded_ms, alone, args.loop, pace, options)
+    result = {
+        "machine": machine(),
+        "loop": args.loop,
+        "async_client": args.async_client,
+        "recorded_ms": recorded_ms,
+        "ticket_alone_s": alone,
+        "pace_ms": pace,
+        "levels": [as_json(lv) for lv in levels],
+        "options": {option: [as_json(lv) for lv in pair] for option, pair in options.items()},
+        "verdicts": [line.strip() for line in verdicts(*by_generator(levels))],
+        "measured_at": time.strftime("%Y-%m-%d %H:%M"),
+    }
+    (folder / "bench.json").write_text(json.dumps(result, indent=2))
+    print(json.dumps(result) if args.json else f"{machine()}\n{table}")
+    if args.profile and not args.json:
+        profiled_s = window_s(args.duration, args.users[-1], ticket_s)
+        print(
+            f"\nthe API's CPU at {args.users[-1]} users, share of samples by the package and the function running "
+            f"(py-spy, {folder / 'profile.txt'}):"
+        )
+        print("\n".join(profile.shares(folder / "profile.txt", profiled_s)))
+    return 1 if any(verdict.startswith("FAIL") for verdict in result["verdicts"]) else 0
+
+
+def one_process(
+    stack: Stack, args: argparse.Namespace, folder: Path, ticket_s: float
+) -> tuple[tuple[float, float], list[Level], dict[str, tuple[Level, Level]]]:
+    """One ticket alone, then each async level on one API process: in turn with the reference app and with wrk
+    where asked; then the reference's options, with --options."""
+    env = {"PROVIDER_ASYNC_CLIENT": args.async_client}
+    levels: list[Level] = []
+    with stack.api("async", env=env, loop=args.loop) as api:
+        roles = processes_by_role(api.pid, stack.simulator.pid)
+
+        def reference_app(log_dir: Path, option: str | None = None) -> Service:
+            env = {"DATABASE_URL": stack.dsn, **({"REFERENCE_OPTION": option} if option else {})}
+            return api_service(f"{stack.simulator.url}/v1", env=env, log_dir=log_dir, loop=args.loop, app=REFERENCE_APP)
+
+        with ExitStack() as reference_running:
+            if set(args.reference_users) & set(args.users):
+                reference = reference_running.enter_context(started(reference_app(folder / "logs" / "reference")))
+                reference_roles = processes_by_role(reference.pid, stack.simulator.pid)
+            alone = ticket_alone(api.url, args.alone, args.loop)
+            for users in args.users:
+                seconds = window_s(args.duration, users, ticket_s)
+                profile_of = (api.pid, folder / "profile.txt") if args.profile and users == args.users[-1] else None
+                level = measure("async", users, seconds, ticket_s, api.url, roles, args.loop, profile_of)
+                window = functools.partial(measure, "async", users, seconds, ticket_s, loop=args.loop)
+                if users in args.reference_users:
+                    ours = functools.partial(window, api.url, roles)
+                    theirs = functools.partial(window, reference.url, reference_roles, app="reference")
+                    levels += in_turn(ours, theirs, args.reference_rounds, first=level)
+                else:
+                    levels.append(level)
+                if users in args.wrk_users:
+                    # In turn with the bench's own generator (bench, wrk, wrk, bench): both read in the same minutes.
+                    wrk_window = functools.partial(measure_with_wrk, users, seconds, ticket_s, api.url, args.loop)
+                    beside, theirs_level = in_turn(functools.partial(window, api.url, roles), wrk_window, rounds=1)
+                    levels.append(replace(theirs_level, bench_fraction=beside.fraction))
+        options = {}
+        if args.options:
+            seconds = window_s(args.duration, OPTIONS_USERS, ticket_s)
+            window = functools.partial(measure, "async", OPTIONS_USERS, seconds, ticket_s, loop=args.loop)
+            options = options_in_turn(OPTIONS, reference_app, window, stack.simulator.pid, folder / "logs")
+    return alone, levels, options
+
+
+def two_processes_and_thread(stack: Stack, args: argparse.Namespace, ticket_s: float) -> list[Level]:
+    """The async levels on two API processes, for contrast, and thread intake's level."""
+    levels = []
+    if args.two_process_users:
+        env = {"PROVIDER_ASYNC_CLIENT": args.async_client}
+        with stack.api("async", workers=2, env=env, loop=args.loop) as api:
+            roles = processes_by_role(api.pid, stack.simulator.pid)
+            for users in args.two_process_users:
+                seconds = window_s(args.duration, users, ticket_s)
+                levels.append(measure("async", users, seconds, ticket_s, api.url, roles, args.loop, None, 2))
+    if args.thread_users:
+        # 40 connections, so that the thread limiter (THREAD_LIMIT=40), not the pool, is the ceiling.
+        with stack.api("thread", env={"DB_POOL_MAX_SIZE": "40", "DB_POOL_TIMEOUT_S": "60"}, loop=args.loop) as api:
+            roles = processes_by_role(api.pid, stack.simulator.pid)
+            seconds = window_s(args.duration, args.thread_users, ticket_s)
+            levels.append(measure("thread", args.thread_users, seconds, ticket_s, api.url, roles, args.loop))
+    return levels
+
+
+def parser() -> argparse.ArgumentParser:
+    """The bench's command line."""
     parser = argparse.ArgumentParser(
         prog="python -m scripts.bench",
         description=__doc__,
@@ -127,129 +221,7 @@ def main() -> int:
     )
     parser.add_argument("--out", help="folder for bench.json (default .lab/bench-DATE-TIME)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
-    args = parser.parse_args()
-    folder = output_folder(args.out, "bench")
-    recorded_ms = recorded_ticket_ms()
-    ticket_s = sum(recorded_ms.values()) / 1000
-    if args.wrk_users and not wrk.available():
-        progress("wrk is not installed (apt install wrk): the bench runs without its outside check")
-        args.wrk_users = []
-    levels: list[Level] = []
-    options: dict[str, tuple[Level, Level]] = {}
-    env = {"PROVIDER_ASYNC_CLIENT": args.async_client}
-    progress(f"bench on {machine()}")
-    pace = [pace_ms()]
-    with running_stack(1.0, folder / "logs", Clock()) as stack:
-        with stack.api("async", env=env, loop=args.loop) as api, ExitStack() as reference_running:
-            roles = processes_by_role(api.pid, stack.simulator.pid)
-            reference_app = functools.partial(
-                api_service, f"{stack.simulator.url}/v1", loop=args.loop, app=REFERENCE_APP
-            )
-            if set(args.reference_users) & set(args.users):
-                reference = reference_running.enter_context(
-                    started(reference_app(env={"DATABASE_URL": stack.dsn}, log_dir=folder / "logs" / "reference"))
-                )
-                reference_roles = processes_by_role(reference.pid, stack.simulator.pid)
-            alone = ticket_alone(api.url, args.alone, args.loop)
-            for users in args.users:
-                seconds = window_s(args.duration, users, ticket_s)
-                profile_of = (api.pid, folder / "profile.txt") if args.profile and users == args.users[-1] else None
-                level = measure("async", users, seconds, ticket_s, api.url, roles, args.loop, profile_of)
-                window = functools.partial(measure, "async", users, seconds, ticket_s, loop=args.loop)
-                if users in args.reference_users:
-                    levels += in_turn(
-                        functools.partial(window, api.url, roles),
-                        functools.partial(window, reference.url, reference_roles, app="reference"),
-                        args.reference_rounds,
-                        first=level,
-                    )
-                else:
-                    levels.append(level)
-                if users in args.wrk_users:
-                    # In turn with the bench's own generator (bench, wrk, wrk, bench): both read in the same minutes.
-                    beside, theirs = in_turn(
-                        functools.partial(window, api.url, roles),
-                        functools.partial(measure_with_wrk, users, seconds, ticket_s, api.url, args.loop),
-                        rounds=1,
-                    )
-                    levels.append(replace(theirs, bench_fraction=beside.fraction))
-            if args.options:
-                options = measure_options(reference_app, stack, args, folder, ticket_s)
-        if args.two_process_users:
-            with stack.api("async", workers=2, env=env, loop=args.loop) as api:
-                roles = processes_by_role(api.pid, stack.simulator.pid)
-                for users in args.two_process_users:
-                    seconds = window_s(args.duration, users, ticket_s)
-                    levels.append(measure("async", users, seconds, ticket_s, api.url, roles, args.loop, None, 2))
-        if args.thread_users:
-            # 40 connections, so that the thread limiter (THREAD_LIMIT=40), not the pool, is the ceiling.
-            with stack.api("thread", env={"DB_POOL_MAX_SIZE": "40", "DB_POOL_TIMEOUT_S": "60"}, loop=args.loop) as api:
-                roles = processes_by_role(api.pid, stack.simulator.pid)
-                seconds = window_s(args.duration, args.thread_users, ticket_s)
-                levels.append(measure("thread", args.thread_users, seconds, ticket_s, api.url, roles, args.loop))
-    pace.append(pace_ms())
-    table = report(levels, recorded_ms, alone, args.loop, pace, options)
-    result = {
-        "machine": machine(),
-        "loop": args.loop,
-        "async_client": args.async_client,
-        "recorded_ms": recorded_ms,
-        "ticket_alone_s": alone,
-        "pace_ms": pace,
-        "levels": [as_json(lv) for lv in levels],
-        "options": {option: [as_json(lv) for lv in pair] for option, pair in options.items()},
-        "verdicts": [line.strip() for line in verdicts(*by_generator(levels))],
-        "measured_at": time.strftime("%Y-%m-%d %H:%M"),
-    }
-    (folder / "bench.json").write_text(json.dumps(result, indent=2))
-    print(json.dumps(result) if args.json else f"{machine()}\n{table}")
-    if args.profile and not args.json:
-        print(
-            f"\nthe API's CPU at {args.users[-1]} users, share of samples by the package and the function running "
-            f"(py-spy, {folder / 'profile.txt'}):"
-        )
-        print("\n".join(profile.shares(folder / "profile.txt", window_s(args.duration, args.users[-1], ticket_s))))
-    return 1 if any(verdict.startswith("FAIL") for verdict in result["verdicts"]) else 0
-
-
-def in_turn(
-    ours: Callable[[], Level], theirs: Callable[[], Level], rounds: int, first: Level | None = None
-) -> tuple[Level, Level]:
-    """Two apps' windows in turn, (ours, theirs, theirs, ours) each round, each app's pooled: a drift of the
-    machine's pace over the windows weighs on both alike. `first`: our first window, measured already."""
-    mine: list[Level] = []
-    others: list[Level] = []
-    for round_number in range(rounds):
-        mine.append(first if round_number == 0 and first is not None else ours())
-        others += [theirs(), theirs()]
-        mine.append(ours())
-    return pooled(mine), pooled(others)
-
-
-def measure_options(
-    reference_app: Callable[..., Service], stack: Stack, args: argparse.Namespace, folder: Path, ticket_s: float
-) -> dict[str, tuple[Level, Level]]:
-    """Each option of the reference app (REFERENCE_OPTION) in turn with the reference as it is, one option at a time."""
-    seconds = window_s(args.duration, OPTIONS_USERS, ticket_s)
-    window = functools.partial(measure, "async", OPTIONS_USERS, seconds, ticket_s, loop=args.loop)
-    measured = {}
-    for option in OPTIONS:
-        env = {"DATABASE_URL": stack.dsn}
-        with (
-            started(reference_app(env=env, log_dir=folder / "logs" / "reference")) as plain,
-            started(
-                reference_app(env={**env, "REFERENCE_OPTION": option}, log_dir=folder / "logs" / option)
-            ) as optioned,
-        ):
-            plain_roles = processes_by_role(plain.pid, stack.simulator.pid)
-            optioned_roles = processes_by_role(optioned.pid, stack.simulator.pid)
-            progress(f"option {option}: {OPTIONS[option]}")
-            measured[option] = in_turn(
-                functools.partial(window, optioned.url, optioned_roles, app=option),
-                functools.partial(window, plain.url, plain_roles, app="reference"),
-                rounds=1,  # judged over the simulator's CPU, where one round's drift cancels out
-            )
-    return measured
+    return parser
 
 
 def as_json(level: Level) -> dict:

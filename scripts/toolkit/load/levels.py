@@ -13,7 +13,7 @@ import os
 import random
 import statistics
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
@@ -88,28 +88,6 @@ class Level:
     def generator_share(self) -> float:
         """The load generator's CPU per ticket ÷ the API's: how much of the work was the measuring itself."""
         return self.cpu_ms_per_ticket["generator"] / self.api_cpu_ms_per_ticket
-
-
-def pooled(windows: list[Level]) -> Level:
-    """Windows of one app at one level, taken in turn with another's, as one: tickets summed, the rest averaged."""
-
-    def mean(figure: str) -> float:
-        return statistics.fmean(getattr(window, figure) for window in windows)
-
-    return replace(
-        windows[0],
-        tickets=sum(window.tickets for window in windows),
-        failed=sum(window.failed for window in windows),
-        mean_error_ms=sum(window.mean_error_ms**2 for window in windows) ** 0.5 / len(windows),
-        mean_ms=mean("mean_ms"),
-        p50_ms=mean("p50_ms"),
-        p95_ms=mean("p95_ms"),
-        health_p99_ms=mean("health_p99_ms"),
-        counted_per_s=mean("counted_per_s"),
-        cpu_ms_per_ticket={
-            role: statistics.fmean(w.cpu_ms_per_ticket[role] for w in windows) for role in windows[0].cpu_ms_per_ticket
-        },
-    )
 
 
 def window_s(duration_s: float, users: int, ticket_s: float) -> float:

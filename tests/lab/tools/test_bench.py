@@ -9,10 +9,10 @@ import httpx
 import pytest
 from fastapi import FastAPI, Request
 
-from scripts.bench import in_turn
 from scripts.reference_api import OPTIONS
 from scripts.toolkit.load import wrk
 from scripts.toolkit.load.levels import Level
+from scripts.toolkit.load.turns import in_turn
 from scripts.toolkit.measure.cpu import cpu_between
 from scripts.toolkit.reports.bench_report import by_generator, verdicts
 from scripts.toolkit.running import services
