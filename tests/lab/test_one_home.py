@@ -77,11 +77,6 @@ def health_requests(tree: ast.AST) -> list[int]:
     ]
 
 
-def function_names(tree: ast.AST) -> set[str]:
-    """The names of the functions the code defines, at any depth."""
-    return {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)}
-
-
 def reads_postgres(tree: ast.AST) -> bool:
     """Whether the code holds a query that reads PostgreSQL's state: a SELECT, or the server's activity."""
     return any(text.lstrip().upper().startswith("SELECT") or "pg_stat_activity" in text for text in strings(tree))
@@ -121,7 +116,7 @@ HOMES = {
     "reading PostgreSQL's state": ("databases.py", reads_postgres),
     "medians over passes": (
         "measure/quantiles.py",
-        lambda tree: any(re.match(r"medians?(_|$)", name) for name in function_names(tree)),
+        lambda tree: "statistics.median" in dotted_calls(tree),
     ),
     "finding a lesson command by its name": ("lessons/spec.py", finds_a_command_by_name),
     "the uvicorn command line": ("running/services.py", lambda tree: "uvicorn" in strings(tree)),
@@ -143,10 +138,8 @@ HOMES = {
 # (idea, file): why it may, though not the idea's home
 ALLOWED = {
     ("the /health prober", "scripts/stall.py"): "its untimed GETs of /health open connections before the clock",
-    (
-        "medians over passes",
-        "scripts/stall.py",
-    ): "the student's script: its --passes, from what a student's project holds",
+    ("medians over passes", "scripts/stall.py"): "the student's own script, its --passes",
+    ("medians over passes", "scripts/burst.py"): "the student's own script, its p50 (it keeps its own quantile)",
     ("reading PostgreSQL's state", "scripts/reference_api.py"): "an app: a ticket's own queries, as the API's",
     ("reading PostgreSQL's state", "scripts/toolkit/running/busy.py"): "pgbench's load, a query it runs, not a reading",
 }
@@ -210,7 +203,7 @@ def test_the_checks_find_what_they_look_for():
     elsewhere = {
         "running a command to its end": "result = subprocess.run(argv, capture_output=True)\n",
         "reading PostgreSQL's state": "conn.execute('select count(*) FROM pg_stat_activity')\n",
-        "medians over passes": "def median_of(runs):\n    return runs\n",
+        "medians over passes": "figures = {name: statistics.median(values) for name, values in passes.items()}\n",
         "finding a lesson command by its name": (
             "def find(lessons, name):\n    return [c for l in lessons for c in l.commands if c['name'] == name]\n"
         ),
