@@ -35,6 +35,7 @@ from contextlib import ExitStack
 from dataclasses import asdict, replace
 from pathlib import Path
 
+from scripts.client_apps import CLIENTS
 from scripts.reference_api import OPTIONS
 from scripts.toolkit.cli import Clock, output_folder, parse_levels, positive_int, progress, run
 from scripts.toolkit.load import wrk
@@ -96,9 +97,8 @@ def one_process(
 ) -> tuple[tuple[float, float], list[Level], dict[str, tuple[Level, Level]]]:
     """One ticket alone, then each async level on one API process: in turn with the reference app and with wrk
     where asked; then the reference's options, with --options."""
-    env = {"PROVIDER_ASYNC_CLIENT": args.async_client}
     levels: list[Level] = []
-    with stack.api("async", env=env, loop=args.loop) as api:
+    with stack.api("async", loop=args.loop, factory=CLIENTS[args.async_client][1]) as api:
         roles = processes_by_role(api.pid, stack.simulator.pid)
 
         def reference_app(log_dir: Path, option: str | None = None) -> Service:
@@ -138,8 +138,7 @@ def two_processes_and_thread(stack: Stack, args: argparse.Namespace, ticket_s: f
     """The async levels on two API processes, for contrast, and thread intake's level."""
     levels = []
     if args.two_process_users:
-        env = {"PROVIDER_ASYNC_CLIENT": args.async_client}
-        with stack.api("async", workers=2, env=env, loop=args.loop) as api:
+        with stack.api("async", workers=2, loop=args.loop, factory=CLIENTS[args.async_client][1]) as api:
             roles = processes_by_role(api.pid, stack.simulator.pid)
             for users in args.two_process_users:
                 seconds = window_s(args.duration, users, ticket_s)
@@ -206,7 +205,7 @@ def parser() -> argparse.ArgumentParser:
         "--async-client",
         choices=["aiohttp", "httpx"],
         default="aiohttp",
-        help="the API's PROVIDER_ASYNC_CLIENT (default %(default)s)",
+        help="the async client under the API's provider.acall, of scripts/client_apps.py (default %(default)s)",
     )
     parser.add_argument(
         "--loop",

@@ -2,8 +2,8 @@
 
 The lesson's knowledge check: CPU work inside `async def` blocks the event loop just like a
 waiting call. The HTTP client under `provider.acall` runs on that loop too. Three clients
-(PROVIDER_ASYNC_CLIENT), in this order: `httpx`, httpx 0.28's own pool (httpcore), whose
-bookkeeping rescans every connection at every request and release, and grows with the calls in
+(scripts/client_apps.py, each passed to the API's Provider), in this order: `httpx`, httpx 0.28's own
+pool (httpcore), whose bookkeeping rescans every connection at every request and release, and grows with the calls in
 flight (httpx issue 3215); `httpx2`, httpx2.AsyncClient as it comes, whose pool (httpcore2)
 walks its connections once per event and gives a released connection to one request only; and
 `aiohttp`, httpx over httpx-aiohttp's transport (the lab's default), whose pool hands out a
@@ -24,6 +24,7 @@ from pathlib import Path
 
 import httpx
 
+from scripts.client_apps import CLIENTS
 from scripts.toolkit.cli import Clock, CommandError, format_table, output_folder, parse_levels, progress, run
 from scripts.toolkit.load.levels import measure, recorded_ticket_ms
 from scripts.toolkit.measure.cpu import processes_by_role
@@ -32,14 +33,12 @@ from scripts.toolkit.metrics import Metrics, read_metrics
 from scripts.toolkit.reports import charts
 from scripts.toolkit.running.stack import Stack, running_stack
 
-CLIENTS = ("httpx", "httpx2", "aiohttp")
-LABELS = {"httpx": "httpx 0.28's own pool", "httpx2": "httpx2's own pool", "aiohttp": "httpx over httpx-aiohttp"}
 GIVE_UP_S = 15  # tickets still unanswered this long after a level's end are given up
 
 
 def measure_level(stack: Stack, client: str, users: int, duration_s: float, ticket_s: float, clock: Clock) -> dict:
     """One level against a fresh API with this client: the bench's figures, the lag and the watchdog's lines."""
-    with stack.api("async", env={"PROVIDER_ASYNC_CLIENT": client}) as api:
+    with stack.api("async", factory=CLIENTS[client][1]) as api:
         roles = processes_by_role(api.pid, stack.simulator.pid)
         start = time.perf_counter() + ticket_s  # the window starts after the ramp, as measure()'s does
         readings: list[tuple[Metrics, int]] = []  # /metrics and the size of the API's log, at the window's ends
@@ -97,8 +96,8 @@ def draw(rows: list[dict], path: Path) -> None:
     for client in [name for name in CLIENTS if any(row["client"] == name for row in rows)]:
         levels = [row["level"] for row in rows if row["client"] == client]
         users = [level.users for level in levels]
-        throughput.plot(users, [level.counted_per_s for level in levels], marker="o", label=LABELS[client])
-        health.plot(users, [level.health_p99_ms for level in levels], marker="o", label=LABELS[client])
+        throughput.plot(users, [level.counted_per_s for level in levels], marker="o", label=CLIENTS[client][0])
+        health.plot(users, [level.health_p99_ms for level in levels], marker="o", label=CLIENTS[client][0])
     users = sorted({row["level"].users for row in rows})
     limits = [next(row["level"].limit for row in rows if row["level"].users == count) for count in users]
     throughput.plot(users, limits, "k--", label="the physical limit: users ÷ T")
@@ -123,7 +122,9 @@ def main() -> int:
         epilog="Exit codes: 0 done, 2 a start-up failed or bad arguments.",
     )
     parser.add_argument("--users", type=parse_levels, default=[32, 128, 256], help="levels (default 32,128,256)")
-    parser.add_argument("--clients", default=",".join(CLIENTS), help="PROVIDER_ASYNC_CLIENTs (default %(default)s)")
+    parser.add_argument(
+        "--clients", default=",".join(CLIENTS), help="the clients, of scripts/client_apps.py (default %(default)s)"
+    )
     parser.add_argument("--duration", type=float, default=30, help="seconds measured per level (default 30)")
     parser.add_argument("--out", help="folder for the figures (default .lab/client-cpu-DATE-TIME)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")

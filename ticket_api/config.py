@@ -55,13 +55,7 @@ class Settings(BaseSettings):
         ge=1,
         le=100_000,
         description="HTTP connections to the provider per client; a call that cannot get one within "
-        "`PROVIDER_TIMEOUT_S` fails: 504 `ai_timeout` with aiohttp's pool, 503 `ai_busy` with httpx's own",
-    )
-    provider_async_client: Literal["aiohttp", "httpx", "httpx2"] = Field(
-        "aiohttp",
-        description="the connection pool under `provider.acall`'s `httpx.AsyncClient`: aiohttp's, through "
-        "httpx-aiohttp's transport (`aiohttp`), httpx's own (`httpx`), or `httpx2.AsyncClient` as it comes "
-        "(`httpx2`, httpx's maintained fork; experiment 9)",
+        "`PROVIDER_TIMEOUT_S` fails: 504 `ai_timeout` (`acall`), 503 `ai_busy` (`call`)",
     )
     provider_max_concurrency: int = Field(
         0,

@@ -1,21 +1,24 @@
 """The ticket API: `fastapi dev` serves `ticket_api.main:app`."""
 
 import gc
+import logging
 from contextlib import asynccontextmanager
 
+import httpx
 from anyio import to_thread
 from fastapi import FastAPI, Request, Response
 
 from ticket_api import intake, reading
 from ticket_api.config import Settings, load_settings
 from ticket_api.database import Database, release_dsn, resolve_dsn
-from ticket_api.errors import install_error_handlers
+from ticket_api.errors import describe, install_error_handlers
 from ticket_api.metrics import Metrics
 from ticket_api.middleware import BodyLimit, OneLineStartupErrors
-from ticket_api.provider import Provider, warn_if_unreachable
+from ticket_api.provider import Provider
 from ticket_api.requestlog import RequestLog, configure_logging
 from ticket_api.watchdog import LoopWatchdog, announce_event_loop
 
+log = logging.getLogger("ticket_api")
 MAX_BODY_BYTES = 64 * 1024  # a ticket is at most ~5 KB of JSON; larger bodies get 413
 GC_YOUNG_THRESHOLD = 10_000  # new objects per young garbage-collector pass (Python's default: 700)
 
@@ -46,8 +49,7 @@ def create_app(settings: Settings | None = None, provider=None) -> FastAPI:
             yield
         finally:
             await watchdog.stop()
-            if provider is None:
-                await app.state.provider.aclose()
+            await app.state.provider.aclose()
             await to_thread.run_sync(app.state.db.close)
             await to_thread.run_sync(release_dsn, app.state.settings)
 
@@ -72,6 +74,16 @@ def create_app(settings: Settings | None = None, provider=None) -> FastAPI:
         return Response(metrics.render(), media_type="text/plain; version=0.0.4")
 
     return app
+
+
+async def warn_if_unreachable(provider_url: str) -> None:
+    """A WARNING line if nothing answers at the provider's address; the API starts anyway (it may come later)."""
+    try:
+        async with httpx.AsyncClient(timeout=1.0) as client:
+            await client.get(provider_url)
+    except httpx.TransportError as exc:
+        reason = describe(exc)
+        log.warning("the AI provider at %s does not answer (%s): tickets get 502 ai_unavailable", provider_url, reason)
 
 
 app = create_app()

@@ -9,8 +9,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
+from fastapi.testclient import TestClient
 
 from scripts.toolkit.metrics import metric_totals
+from scripts.toolkit.running.processes import free_port
 from tests.fakes import FakeProvider
 from tests.servers import serve
 from ticket_api.main import create_app
@@ -104,3 +106,11 @@ def test_each_new_ticket_borrows_two_connections_in_async_mode(make_settings):
             assert httpx.post(f"{url}/v1/tickets", json=TICKET, timeout=30).status_code == 201
         after = metric_totals(httpx.get(f"{url}/metrics", timeout=5).text)["ticket_api_db_pool_lent_total"]
     assert after - before == 6  # the customer check and the save, each in a short transaction of its own
+
+
+def test_an_api_started_before_its_provider_says_so_in_one_warning_and_starts(make_settings, caplog):
+    settings = make_settings(provider_url=f"http://127.0.0.1:{free_port()}/v1")  # nothing listens there
+    with caplog.at_level(logging.WARNING, logger="ticket_api"), TestClient(create_app(settings)) as client:
+        assert client.get("/health").status_code == 200
+    warnings = [r.getMessage() for r in caplog.records if r.name == "ticket_api" and r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "does not answer" in warnings[0] and "502 ai_unavailable" in warnings[0]

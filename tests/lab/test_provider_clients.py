@@ -1,4 +1,5 @@
-"""provider.acall through each real async client (PROVIDER_ASYNC_CLIENT), against real servers."""
+"""provider.acall through each real async client (the course's, and experiment 9's: scripts/client_apps.py), against
+real servers."""
 
 import asyncio
 import contextlib
@@ -7,22 +8,32 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
+import httpx2
 import pytest
 from fastapi import FastAPI
 
+from scripts.client_apps import httpx2_client, httpx_client
 from scripts.toolkit.running import processes, services
 from tests.servers import serve
 from ticket_api.config import load_settings
 from ticket_api.errors import ProviderBusy, ProviderTimeout, ProviderUnavailable
 from ticket_api.provider import Provider
 
-CLIENTS = ["aiohttp", "httpx", "httpx2"]
+CLIENTS = {"aiohttp": None, "httpx": httpx_client, "httpx2": httpx2_client}  # None: the Provider's own
+TRANSLATED = ["aiohttp", "httpx"]  # the clients whose errors provider.py translates: httpx's classes
 CHAT = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "Subject: Hi\n\nHello"}]}
+
+
+def provider_with(client: str, url: str, **settings) -> Provider:
+    """A Provider at `url` with `client` under acall (the lab's experiments pass theirs as tests would)."""
+    values = load_settings(_env_file=None, provider_url=url, **settings)
+    make = CLIENTS[client]
+    return Provider(values, async_client=make(values) if make else None)
 
 
 def acall(client: str, url: str, **settings) -> tuple[dict, float]:
     """One provider.acall with a fresh Provider, closed afterwards."""
-    provider = Provider(load_settings(_env_file=None, provider_url=url, provider_async_client=client, **settings))
+    provider = provider_with(client, url, **settings)
 
     async def once() -> tuple[dict, float]:
         try:
@@ -80,20 +91,20 @@ def test_acall_returns_the_answer(client, simulator):
     assert elapsed_ms > 0
 
 
-@pytest.mark.parametrize("client", CLIENTS)
+@pytest.mark.parametrize("client", TRANSLATED)
 def test_a_refused_connection_is_unavailable(client):
     with pytest.raises(ProviderUnavailable):
         acall(client, f"http://127.0.0.1:{processes.free_port()}/v1")
 
 
-@pytest.mark.parametrize("client", CLIENTS)
+@pytest.mark.parametrize("client", TRANSLATED)
 def test_a_closed_connection_is_unavailable_not_a_timeout(client, closing_server):
     with pytest.raises(ProviderUnavailable):
         acall(client, closing_server)
 
 
 @pytest.mark.timing
-@pytest.mark.parametrize("client", CLIENTS)
+@pytest.mark.parametrize("client", TRANSLATED)
 def test_a_hanging_provider_is_a_timeout(client):
     with services.simulator(speed=0.01, quota=0, extra=["--hang-rate", "1", "--hang-s", "30"]) as hanging:
         with pytest.raises(ProviderTimeout):
@@ -107,6 +118,11 @@ def test_a_spent_quota_is_busy_with_retry_after(client):
         with pytest.raises(ProviderBusy) as caught:
             acall(client, f"{busy.url}/v1")
     assert caught.value.retry_after >= 1
+
+
+def test_httpx2s_own_errors_are_not_translated_as_scripts_client_apps_says():
+    with pytest.raises(httpx2.ConnectError):
+        acall("httpx2", f"http://127.0.0.1:{processes.free_port()}/v1")
 
 
 @pytest.fixture(scope="module")
@@ -128,14 +144,7 @@ def test_waiting_too_long_for_a_pooled_connection_is_an_error_not_a_hang(slow_up
     # aiohttp's pool (the default) reports a wait for a free connection past the timeout as a connect
     # timeout: 504 ai_timeout. httpx's own pool starts its wait again whenever another request takes the
     # freed connection, so there the calls wait in line, but none forever.
-    settings = load_settings(
-        _env_file=None,
-        provider_url=slow_upstream,
-        provider_async_client="aiohttp",
-        provider_max_connections=1,
-        provider_timeout_s=0.5,
-    )
-    provider = Provider(settings)
+    provider = provider_with("aiohttp", slow_upstream, provider_max_connections=1, provider_timeout_s=0.5)
 
     async def three_at_once() -> list:
         try:
@@ -183,8 +192,7 @@ def answer_once_then_close():
 @pytest.mark.parametrize("client", CLIENTS)
 def test_a_kept_connection_the_server_closed_while_idle_costs_no_call(client, answer_once_then_close):
     # The pool sees the server's end of stream while the connection is idle, and takes a new one for the next call.
-    settings = load_settings(_env_file=None, provider_url=answer_once_then_close, provider_async_client=client)
-    provider = Provider(settings)
+    provider = provider_with(client, answer_once_then_close)
 
     async def twice() -> list:
         try:

@@ -24,7 +24,6 @@ BAD = [  # variable, value, a word of the one-line answer
     ("PROVIDER_TIMEOUT_S", "-inf", "greater than 0"),
     ("PROVIDER_MAX_CONNECTIONS", "0", "greater than or equal to 1"),
     ("PROVIDER_MAX_CONNECTIONS", "99999999999", "less than or equal to"),
-    ("PROVIDER_ASYNC_CLIENT", "httptools", "'aiohttp', 'httpx' or 'httpx2'"),
     ("THREAD_LIMIT", "1e9", "valid integer"),
     ("PROVIDER_API_KEY", "sk-café", "printable ASCII"),
     ("PROVIDER_API_KEY", "sk lab", "printable ASCII"),
@@ -74,7 +73,6 @@ def test_a_blank_database_url_means_the_embedded_server(monkeypatch, value):
         ("DATABASE_URL", "host=/tmp dbname=lab"),
         ("PROVIDER_TIMEOUT_S", "0.25"),
         ("PROVIDER_MAX_CONNECTIONS", "100000"),
-        ("PROVIDER_ASYNC_CLIENT", "httpx"),
     ],
 )
 def test_good_values_pass(monkeypatch, variable, value):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from scripts.toolkit.cli import Clock, CommandError, progress
 from scripts.toolkit.databases import init
-from scripts.toolkit.running.services import Service, api, simulator, started
+from scripts.toolkit.running.services import API_APP, Service, api, simulator, started
 from ticket_api.config import load_settings
 from ticket_api.database import resolve_dsn, shown_dsn
 
@@ -44,10 +44,15 @@ class Stack:
 
     @contextmanager
     def api(
-        self, mode: str, workers: int = 1, env: dict[str, str] | None = None, loop: str = "asyncio"
+        self,
+        mode: str,
+        workers: int = 1,
+        env: dict[str, str] | None = None,
+        loop: str = "asyncio",
+        factory: str | None = None,
     ) -> Iterator[Service]:
         """The API in INTAKE_MODE=`mode` (and `env`) on `loop` with `workers` processes, in front of a simulator
-        of its own.
+        of its own; `factory`, a function that makes it otherwise (scripts/client_apps.py's).
 
         A fresh simulator per mode replays the same seeded provider latencies to every mode, so the
         modes differ only in how they wait.
@@ -57,7 +62,11 @@ class Stack:
         with started(simulator(speed=self.speed, quota=0, log_dir=folder)) as provider:
             self._simulator = provider
             settings = {"INTAKE_MODE": mode, "DATABASE_URL": self.dsn, **(env or {})}
-            with started(api(f"{provider.url}/v1", env=settings, workers=workers, log_dir=folder, loop=loop)) as server:
+            app, made = (factory, True) if factory else (API_APP, False)
+            service = api(
+                f"{provider.url}/v1", env=settings, workers=workers, log_dir=folder, loop=loop, app=app, factory=made
+            )
+            with started(service) as server:
                 progress(
                     f"[{self.clock}] {name}: simulator at {provider.url} (speed {self.speed:g}, quota off), "
                     f"API at {server.url} on {loop}"

@@ -6,11 +6,9 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from urllib.parse import urlsplit
 
 import aiohttp
 import httpx
-import httpx2
 from httpx_aiohttp import AiohttpTransport
 
 from ticket_api.config import Settings
@@ -22,19 +20,16 @@ log = logging.getLogger("ticket_api")
 
 
 class Provider:
-    """One client of each kind per process, made in the lifespan; `in_flight` counts calls under way."""
+    """One client of each kind per process, made in the lifespan (tests pass a `transport` for both; the lab's
+    experiments pass another `async_client`, with httpx's API); `in_flight` counts calls under way."""
 
-    def __init__(self, settings: Settings, transport: httpx.MockTransport | None = None):
-        options = client_options(httpx, settings)
+    def __init__(self, settings: Settings, transport: httpx.MockTransport | None = None, async_client=None):
+        options = client_options(settings)
         self._client = httpx.Client(transport=transport, **options)
-        # PROVIDER_ASYNC_CLIENT: the connection pool under the async client: aiohttp's (the default), httpx's own,
-        # or httpx2's (httpx's maintained fork, the same API under another name); tests pass a MockTransport.
-        self._aclient: httpx.AsyncClient | httpx2.AsyncClient
-        if settings.provider_async_client == "httpx2":
-            self._aclient = httpx2.AsyncClient(**client_options(httpx2, settings))
-        else:
-            pool = AiohttpTransport(limits=options["limits"]) if settings.provider_async_client == "aiohttp" else None
-            self._aclient = httpx.AsyncClient(transport=transport or pool, **options)
+        # httpx's async client on aiohttp's connection pool (httpx-aiohttp): httpx's own pool costs the event loop
+        # CPU for every call in flight (ticket_api/README.md, "Performance").
+        pool = transport or AiohttpTransport(limits=options["limits"])
+        self._aclient = async_client or httpx.AsyncClient(transport=pool, **options)
         cap = settings.provider_max_concurrency
         self._sync_slots = threading.BoundedSemaphore(cap) if cap else None
         self._slots = asyncio.Semaphore(cap) if cap else None
@@ -60,11 +55,11 @@ class Provider:
                 response = await self._apost(path, body)
         return _check(response), (time.perf_counter() - started) * 1000
 
-    def _post(self, path: str, body: dict) -> httpx.Response | httpx2.Response:
+    def _post(self, path: str, body: dict) -> httpx.Response:
         with self._counted(), _transport_errors():
             return self._client.post(path, json=body)
 
-    async def _apost(self, path: str, body: dict) -> httpx.Response | httpx2.Response:
+    async def _apost(self, path: str, body: dict) -> httpx.Response:
         with self._counted(), _transport_errors():
             return await self._aclient.post(path, json=body)
 
@@ -89,15 +84,15 @@ class Provider:
         await self._aclient.aclose()
 
 
-def client_options(http, settings: Settings) -> dict:
-    """The clients' options, built from `http`'s own classes (httpx or httpx2)."""
+def client_options(settings: Settings) -> dict:
+    """The clients' options: the provider's address and key, the pool's size and the timeouts."""
     # The pool must never be the hidden limit: it is as large as PROVIDER_MAX_CONNECTIONS.
     size, timeout_s = settings.provider_max_connections, settings.provider_timeout_s
     return {
         "base_url": settings.provider_url,
         "headers": {"Authorization": f"Bearer {settings.provider_api_key.get_secret_value()}"},
-        "limits": http.Limits(max_connections=size, max_keepalive_connections=size),
-        "timeout": http.Timeout(timeout_s, connect=min(5.0, timeout_s)),
+        "limits": httpx.Limits(max_connections=size, max_keepalive_connections=size),
+        "timeout": httpx.Timeout(timeout_s, connect=min(5.0, timeout_s)),
     }
 
 
@@ -105,19 +100,19 @@ def client_options(http, settings: Settings) -> dict:
 def _transport_errors() -> Iterator[None]:
     try:
         yield
-    except (httpx.PoolTimeout, httpx2.PoolTimeout):
+    except httpx.PoolTimeout:
         raise ProviderBusy("no free connection to the AI provider (PROVIDER_MAX_CONNECTIONS)", retry_after=1) from None
-    except (httpx.TimeoutException, httpx2.TimeoutException) as exc:
+    except httpx.TimeoutException as exc:
         # httpx-aiohttp reports a refused or dropped connection as a ConnectTimeout too; its cause tells them apart.
         cause = exc.__cause__
         if isinstance(cause, aiohttp.ClientConnectionError) and not isinstance(cause, aiohttp.ServerTimeoutError):
             raise ProviderUnavailable("cannot reach the AI provider", cause=describe(cause)) from None
         raise ProviderTimeout("the AI provider did not answer within PROVIDER_TIMEOUT_S") from None
-    except (httpx.TransportError, httpx2.TransportError) as exc:
+    except httpx.TransportError as exc:
         raise ProviderUnavailable("cannot reach the AI provider", cause=describe(exc)) from None
 
 
-def _check(response: httpx.Response | httpx2.Response) -> dict:
+def _check(response: httpx.Response) -> dict:
     if response.status_code == 429:
         seconds = response.headers.get("Retry-After", "")  # whole seconds; a date or anything else counts as 1
         retry_after = int(seconds) if seconds.isdigit() else 1
@@ -128,15 +123,3 @@ def _check(response: httpx.Response | httpx2.Response) -> dict:
         return response.json()
     except ValueError:
         raise ProviderUnavailable("the AI provider's answer is not JSON") from None
-
-
-async def warn_if_unreachable(provider_url: str) -> None:
-    """A WARNING line if nothing listens at the provider's address; the API starts anyway (it may come later)."""
-    url = urlsplit(provider_url)
-    port = url.port or (443 if url.scheme == "https" else 80)
-    try:
-        _, writer = await asyncio.wait_for(asyncio.open_connection(url.hostname, port), timeout=1.0)
-        writer.close()
-    except (TimeoutError, OSError) as exc:
-        reason = describe(exc) if str(exc) else "no connection within 1 s"
-        log.warning("the AI provider at %s does not answer (%s): tickets get 502 ai_unavailable", provider_url, reason)

@@ -78,6 +78,6 @@ def configure_logging(level: str) -> None:
         handler = logging.StreamHandler()
         handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
         root.addHandler(handler)
-    for name in ("ticket_api", "httpx", "httpx2"):
+    for name in ("ticket_api", "httpx"):
         logging.getLogger(name).setLevel(level)
     logging.getLogger("uvicorn.access").setLevel(logging.WARNING)

@@ -158,15 +158,18 @@ def api(
     keep_alive_s: float = KEEP_ALIVE_S,
     app: str = API_APP,
     script: Path | None = None,
+    factory: bool = False,
 ) -> Service:
     """The ticket API (or `app`, reading the same settings) under uvicorn on a free port; `env` sets its settings
     (INTAKE_MODE=..., ...).
 
     `loop` is asyncio's own event loop, as the course measured, or "uvloop"; named, never left to
     uvicorn's "auto", which takes uvloop whenever it is installed. `script`: see uvicorn_command.
+    `factory`: `app` names a function that makes the app (uvicorn's --factory).
     """
     port = port or free_port()
     bounds = ["--limit-concurrency", str(limit_concurrency), "--timeout-keep-alive", f"{keep_alive_s:g}"]
+    bounds += ["--factory"] if factory else []
     argv = uvicorn_command(app, port, workers, loop, *bounds, script=script)
     short = raise_open_files_limit(FILES_PER_CONNECTION * limit_concurrency + FILES_RESERVE)
     if short:
