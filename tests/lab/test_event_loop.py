@@ -30,6 +30,7 @@ def test_on_asyncio_the_api_names_its_loop_and_warns_of_nothing(database_url, tm
     assert loop_warnings(lines) == []
 
 
+@pytest.mark.uvloop
 @pytest.mark.skipif(UVLOOP_MISSING, reason='uvloop is not installed: pip install -e ".[uvloop]"')
 def test_on_uvloop_the_api_warns_that_blocking_mode_differs_from_the_course(database_url, tmp_path):
     lines = start_up_lines("uvloop", database_url, tmp_path)

@@ -162,6 +162,22 @@ def test_the_toolkit_imports_no_command():
                 assert not module.startswith("scripts.") or module.startswith("scripts.toolkit"), (path, module)
 
 
+def test_every_module_of_the_toolkit_is_imported_by_a_test():
+    imported: set[str] = set()
+    for path in (PROJECT_ROOT / "tests").rglob("*.py"):
+        text = path.read_text()
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                imported |= {node.module, *(f"{node.module}.{alias.name}" for alias in node.names)}
+        imported |= set(re.findall(r"scripts\.toolkit[\w.]*", text))  # a module imported in a child process
+    modules = {
+        ".".join(path.relative_to(PROJECT_ROOT).with_suffix("").parts)
+        for path in TOOLKIT.rglob("*.py")
+        if path.stem != "__init__"
+    }
+    assert sorted(modules - imported) == []
+
+
 def test_no_hand_written_http_client_or_server():
     for path in [*SCRIPTS.rglob("*.py"), *(PROJECT_ROOT / "simulator").rglob("*.py")]:
         calls = dotted_calls(code_of(path))

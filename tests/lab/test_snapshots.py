@@ -6,7 +6,8 @@ import sys
 import pytest
 
 from scripts.toolkit.cli import PROJECT_ROOT as ROOT
-from scripts.toolkit.lessons.spec import shape_problems
+from scripts.toolkit.lessons.snapshots_readme import copy_commands
+from scripts.toolkit.lessons.spec import load_lessons, shape_problems
 from scripts.toolkit.lessons.student_files import student_files, unused_files
 
 
@@ -94,3 +95,16 @@ def test_every_snapshot_and_lesson_keeps_its_promises():
     )
     assert result.returncode == 0, result.stdout + result.stderr[-2000:]
     assert result.stdout.strip().endswith("snapshots: all promises hold")
+
+
+def test_the_copy_lines_are_the_lessons_own():
+    files = load_lessons()[1][0].copy
+    shell, powershell = copy_commands("end-of-m02", files)
+    assert shell == (
+        "S=../nextia-learning-labs/C21/snapshots/end-of-m02\n"
+        "for f in ticket_api/config.py ticket_api/intake.py ticket_api/main.py ticket_api/provider.py "
+        "ticket_api/repository.py tests/fakes.py tests/test_concurrency.py scripts/stall.py README.md; "
+        'do cp "$S/$f" "$f"; done'
+    )
+    assert powershell.startswith('$S = "..\\nextia-learning-labs\\C21\\snapshots\\end-of-m02"\nforeach ($f in ')
+    assert powershell.endswith("'scripts\\stall.py', 'README.md') { Copy-Item \"$S\\$f\" $f }")

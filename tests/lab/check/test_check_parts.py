@@ -28,6 +28,8 @@ from scripts.toolkit.check.checks import (
     run_checks,
     with_dependencies,
 )
+from scripts.toolkit.check.context import Context
+from scripts.toolkit.check.lesson_checks import lesson_checks
 from scripts.toolkit.check.report import as_text, exit_code, hints
 from scripts.toolkit.check.student_api import startup_failure
 from scripts.toolkit.check.student_project import SNAPSHOTS, InvalidSettings, read_settings, settings_refused
@@ -250,3 +252,18 @@ def test_every_check_of_lessons_toml_names_its_command_figures_and_hints_and_eve
             used |= named
     assert known - used == set(), "hints no check can give"
     assert {hint["kind"] for hint in hints().values()} <= {"essential", "actionable", "informative"}
+
+
+def test_a_lessons_checks_come_in_order_each_after_what_it_needs(tmp_path):
+    project = copy_tree(SNAPSHOTS / "end-of-m02", tmp_path / "project")
+    lessons = load_lessons()[1]
+    context = Context(project, lessons[-1], lessons)
+    try:
+        checks = {check.name: check for check in lesson_checks(context)}
+    finally:
+        context.close()  # nothing was started: building the checks runs none of them
+    assert list(checks)[:3] == ["copy", "tests", "api"]
+    assert checks["burst-async"].depends == ("api", "async-stall")
+    assert checks["burst-thread"].depends == ("api", "thread-stall")
+    assert all(checks[name].timing for name in ("blocking-stall", "async-stall", "burst-async"))
+    assert not checks["default-mode"].timing and not checks["request-log"].timing

@@ -68,6 +68,7 @@ def test_asyncio_wakes_the_task_whose_thread_work_finished_before_the_new_reques
 
 
 @pytest.mark.timing
+@pytest.mark.uvloop
 @pytest.mark.skipif(
     importlib.util.find_spec("uvloop") is None, reason='uvloop is not installed: pip install -e ".[uvloop]"'
 )

@@ -4,6 +4,7 @@ A 201 has exactly one ticket with its AI results, under the id it answered; any 
 no row at all. The soak (`python -m scripts.soak`) checks the same at scale; its test is here too.
 """
 
+import asyncio
 import os
 import threading
 import time
@@ -12,9 +13,12 @@ from collections import Counter
 import pytest
 
 from scripts.toolkit import dataset
+from scripts.toolkit.cli import Clock
 from scripts.toolkit.databases import create_lab_database, drop_database
 from scripts.toolkit.running.stack import MODES
 from scripts.toolkit.soak.audit import Journey, check_rows, make_tickets
+from scripts.toolkit.soak.faults import send_all
+from tests.fakes import FakeProvider
 from tests.lab.reliability.reliability_testing import (
     assert_idle,
     assert_rows_match_answer,
@@ -126,3 +130,18 @@ def test_the_soak_check_finds_lost_duplicated_and_unanswered_tickets(database_ur
     assert any(tickets[2]["key"] in line and "saved as nothing" in line for line in violations)
     assert any(tickets[3]["key"] in line and "answered 503 ai_busy, yet saved" in line for line in violations)
     assert sum("has no AI results" in line for line in violations) == 3
+
+
+def test_the_soaks_load_restarts_the_api_once_half_have_started_and_keeps_each_journey(make_settings, customer_id):
+    tickets = [{"customer_id": customer_id, "subject": f"S{n}", "body": "b", "key": f"journey-{n}"} for n in range(8)]
+    restarted = []
+
+    def restart() -> dict:  # the soak's own stops and starts the API; the journeys go on through it
+        restarted.append(True)
+        return {"stop_s": 0.0, "start_s": 0.0}
+
+    with serve(create_app(make_settings(), FakeProvider(0.05))) as url:
+        outcomes, info = asyncio.run(send_all(url, tickets, 4, restart, Clock()))
+    assert [outcome.status for outcome in outcomes] == [201] * 8 and all(o.ticket_id for o in outcomes)
+    assert restarted == [True] and info["after_ticket"] == 4
+    assert info["in_flight"] and {o.number for o in outcomes if o.in_flight_at_restart} == set(info["in_flight"])

@@ -14,6 +14,7 @@ from scripts.toolkit.load import wrk
 from scripts.toolkit.load.levels import Level
 from scripts.toolkit.load.turns import in_turn
 from scripts.toolkit.measure.cpu import cpu_between
+from scripts.toolkit.measure.profile import shares
 from scripts.toolkit.reports.bench_report import by_generator, verdicts
 from scripts.toolkit.running import services
 from tests.lab.tools.commands import run_module
@@ -149,3 +150,16 @@ def test_with_database_url_set_the_bench_runs_and_says_in_one_line_that_postgres
         assert set(level["cpu_ms_per_ticket"]) == {"api loop", "api threads", "simulator", "generator"}
     assert len(figures["pace_ms"]) == 2 and all(ms > 0 for ms in figures["pace_ms"])
     assert "the API beside the reference" in result.stdout
+
+
+def test_py_spys_samples_are_shared_by_kind_of_thread_then_by_package_and_function(tmp_path):
+    raw = tmp_path / "profile.txt"
+    raw.write_text(
+        "process 1:thread (0x1): MainThread;run (asyncio/base_events.py:600);_run (httpx/_client.py:10) 60\n"
+        "process 1:thread (0x1): MainThread;run (asyncio/base_events.py:600);select (selectors.py:468) 20\n"
+        "process 1:thread (0x2): AnyIO worker thread;run (psycopg/cursor.py:90) 20\n"
+    )
+    lines = shares(raw, seconds=1.0)  # 100 samples a second: 80 on the loop's thread are 80% of a core
+    assert lines[0] == "event-loop thread: 80% of a core"
+    assert "   75.0%  httpx" in lines and "   25.0%  selectors" in lines
+    assert "worker threads: 20% of a core" in lines

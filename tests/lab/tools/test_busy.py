@@ -9,8 +9,10 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 
 from scripts.toolkit.cli import PROJECT_ROOT
+from scripts.toolkit.running.busy import Loads, describe_loads
 from scripts.toolkit.running.processes import OWN_GROUP
 from tests.lab.tools.commands import run_module
 
@@ -90,3 +92,21 @@ def test_a_database_load_that_cannot_start_is_one_line_and_exit_2(tmp_path):
 def test_the_command_is_required():
     result = run_module("scripts.busy", "--cpu", "0", "--db", "0")
     assert result.returncode == 2 and "give the command to run after --" in result.stderr
+
+
+def test_pgbenchs_progress_lines_count_the_queries_and_weigh_their_mean(tmp_path):
+    log = tmp_path / "pgbench.log"
+    log.write_text(
+        "pgbench (18.6)\n"
+        "progress: 1.0 s, 6.0 tps, lat 284.135 ms stddev 3.707, 0 failed\n"
+        "progress: 2.0 s, 4.0 tps, lat 495.529 ms stddev 56.436, 0 failed\n"
+    )
+    count, mean_ms = Loads(database_log=log).database_queries()
+    assert count == 10 and mean_ms == pytest.approx((6 * 284.135 + 4 * 495.529) / 10)
+    assert Loads(database_log=tmp_path / "none.log").database_queries() == (0, None)
+
+
+def test_the_loads_are_said_in_words():
+    assert describe_loads(1, 2) == "1 CPU-bound process and 2 database loads (pgbench, a long query each)"
+    assert describe_loads(2, 0) == "2 CPU-bound processes"
+    assert describe_loads(0, 0) == "no load"

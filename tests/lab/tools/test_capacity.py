@@ -4,10 +4,13 @@ Locust runs in child processes only: importing it here would monkey-patch this t
 """
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from scripts.toolkit.cli import PROJECT_ROOT
 from scripts.toolkit.load.locust import read_ticket_times, run_locust, ticket_figures
 from scripts.toolkit.measure.quantiles import quantile
 from scripts.toolkit.reports.capacity_table import median_rows, render
@@ -211,3 +214,15 @@ def test_a_run_with_a_locust_worker_has_its_percentiles(lab_database_url, tmp_pa
     assert run["p50_ms"] == pytest.approx(quantile(times_ms, 0.5), abs=0.05)
     assert run["p95_ms"] == pytest.approx(quantile(times_ms, 0.95), abs=0.05)
     assert 50 < run["p50_ms"] <= run["p95_ms"] < 2000  # about 2.2 s x 0.05 of provider time a ticket
+
+
+def test_the_locust_plugins_rows_are_what_capacity_reads(tmp_path):
+    # In a process of its own: the plugin imports locust, which patches its process with gevent.
+    code = (
+        "import sys\nfrom scripts.toolkit.load.request_times import record_request, times_file\n"
+        "times_file.open(sys.argv[1])\nrecord_request('POST', '/v1/tickets', 2237.25, None)\n"
+        "record_request('POST', '/v1/tickets', 18.5, ValueError())\nrecord_request('GET', '/health', 1.0, None)\n"
+        "times_file.close()\n"
+    )
+    subprocess.run([sys.executable, "-c", code, str(tmp_path)], cwd=PROJECT_ROOT, check=True, timeout=120)
+    assert read_ticket_times(tmp_path) == [(2237.25, True), (18.5, False)]
