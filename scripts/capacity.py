@@ -34,9 +34,6 @@ def measure_modes(stack: Stack, args: argparse.Namespace, folder: Path, clock: C
     """
     runs = []
     (folder / "locust").mkdir(exist_ok=True)
-    held = args.held and args.api_workers == 1
-    if args.held and not held:
-        progress("note: no held charts with --api-workers above 1: each API process has its own /metrics")
     for mode in args.modes:
         progress(f"[{clock}] {mode}: starting the simulator and the API ({args.api_workers} process(es))")
         with stack.api(mode, workers=args.api_workers, loop=args.loop) as api:
@@ -48,7 +45,7 @@ def measure_modes(stack: Stack, args: argparse.Namespace, folder: Path, clock: C
                     started = time.monotonic()
                     recorder: AbstractContextManager[dict] = (
                         recorded_in_thread(api.url, stack.simulator.url, record_tick_s(args.speed))
-                        if held
+                        if args.held
                         else contextlib.nullcontext({})
                     )
                     with recorder as recording:
@@ -110,7 +107,8 @@ def main(argv: list[str] | None = None) -> int:
         "--api-workers",
         type=positive_int,
         default=1,
-        help="processes of the API (uvicorn --workers), for horizontal scaling (default 1)",
+        help="processes of the API (uvicorn --workers), for horizontal scaling; its /metrics and its CPU are every "
+        "worker's (default 1)",
     )
     parser.add_argument(
         "--workers",

@@ -8,10 +8,11 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ticket_api.config import Settings
-from ticket_api.connecting import CONNECT_TIMEOUT_S, BusyOrDown, connect, one_line, shown_dsn, unavailable
+from ticket_api.connecting import CONNECT_TIMEOUT_S, BusyOrDown, connect, shown_dsn
 from ticket_api.errors import StartupError
 from ticket_api.metrics import InFlight
 from ticket_api.querycount import CountingConnection
+from ticket_api.workers import application_name
 
 SCHEMA = Path(__file__).with_name("schema.sql")
 # psycopg_pool retries a lost connection with a doubling pause (1, 2, 4, 8, 16 s ...) for
@@ -36,7 +37,7 @@ class Database:
                 max_size=settings.db_pool_max_size,
                 timeout=settings.db_pool_timeout_s,
                 connection_class=CountingConnection,
-                kwargs={"connect_timeout": CONNECT_TIMEOUT_S},
+                kwargs={"connect_timeout": CONNECT_TIMEOUT_S, "application_name": application_name()},
                 # Before it lends a connection, the pool checks it with an empty query: one the server closed
                 # while it sat idle (a restart, a terminated backend) is replaced, not handed to a request.
                 check=ConnectionPool.check_connection,
@@ -53,7 +54,11 @@ class Database:
     def open(self) -> None:
         """Check the server and the schema, then fill the pool; failures raise StartupError."""
         with connect(self.dsn) as conn:
-            found = conn.execute("SELECT to_regclass('tickets') IS NOT NULL").fetchone()
+            found = conn.execute(
+                "SELECT to_regclass('tickets') IS NOT NULL, current_setting('max_connections')"
+            ).fetchone()
+        if found:
+            self.busy_or_down.max_connections = found[1]
         if not found or not found[0]:
             raise StartupError(
                 f"the database ({shown_dsn(self.dsn)}) has no lab tables: run `python -m scripts.db init`"
@@ -74,7 +79,10 @@ class Database:
         """A connection in a transaction: committed when the block ends, rolled back if it raises."""
         try:
             if self.pool is None:
-                with CountingConnection.connect(self.dsn, connect_timeout=CONNECT_TIMEOUT_S) as conn:
+                name = application_name()
+                with CountingConnection.connect(
+                    self.dsn, connect_timeout=CONNECT_TIMEOUT_S, application_name=name
+                ) as conn:
                     yield conn
             else:
                 with self.asked, self.pool.connection() as conn, self.lent:
@@ -82,7 +90,7 @@ class Database:
         except PoolTimeout:
             raise self.busy_or_down.error() from None
         except psycopg.OperationalError as exc:
-            raise unavailable(one_line(exc, self.dsn)) from None
+            raise self.busy_or_down.refused(exc) from None
 
     def stats(self) -> dict[str, int]:
         """Pool figures for /metrics: size, in use, waiting, lent so far, total ms waited (zeros without a pool)."""

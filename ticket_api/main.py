@@ -4,6 +4,12 @@ import gc
 import logging
 from contextlib import asynccontextmanager
 
+from ticket_api.workers import share_metrics
+
+# Before prometheus_client is imported (by the modules below): it chooses then whether the workers of a server
+# count together (ticket_api/workers.py).
+share_metrics()
+
 import httpx
 from anyio import to_thread
 from fastapi import FastAPI, Request, Response
@@ -32,11 +38,12 @@ def create_app(settings: Settings | None = None, provider=None) -> FastAPI:
         app.state.settings = settings or load_settings()
         configure_logging(app.state.settings.log_level)
         announce_event_loop()
+        metrics.start()
         to_thread.current_default_thread_limiter().total_tokens = app.state.settings.thread_limit
         dsn = await to_thread.run_sync(resolve_dsn, app.state.settings)
         app.state.db = Database(dsn, app.state.settings)
         app.state.provider = provider or Provider(app.state.settings)
-        watchdog = LoopWatchdog(app.state.settings.loop_watchdog_ms, on_lag=metrics.loop_lag.observe)
+        watchdog = LoopWatchdog(app.state.settings.loop_watchdog_ms, on_lag=metrics.heartbeat)
         try:
             await to_thread.run_sync(app.state.db.open)
             if provider is None:
@@ -49,6 +56,7 @@ def create_app(settings: Settings | None = None, provider=None) -> FastAPI:
             yield
         finally:
             await watchdog.stop()
+            metrics.stop()
             await app.state.provider.aclose()
             await to_thread.run_sync(app.state.db.close)
             await to_thread.run_sync(release_dsn, app.state.settings)

@@ -8,6 +8,7 @@ from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ticket_api.timing import Timer, current_timer
+from ticket_api.workers import several_workers
 
 log = logging.getLogger("ticket_api")
 VALID_REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
@@ -49,6 +50,8 @@ class RequestLog:
             await self.app(scope, receive, send_with_headers)
         finally:
             current_timer.reset(token)
+            if self.metrics is not None and timer.provider_calls:
+                self.metrics.provider_calls.inc(len(timer.provider_calls))
             if self.metrics is not None and scope["method"] == "POST" and scope["path"] == "/v1/tickets":
                 error_code = scope.get("state", {}).get("error_code", f"http_{status}")
                 self.metrics.tickets.labels("created" if status == 201 else error_code).inc()
@@ -72,11 +75,15 @@ def _request_id(scope: Scope) -> str:
 
 
 def configure_logging(level: str) -> None:
-    """Show our request lines and the HTTP client's per-call lines; uvicorn's access lines are ours now."""
+    """Show our request lines and the HTTP client's per-call lines; uvicorn's access lines are ours now.
+
+    A worker of several names itself in each line: `INFO ticket_api [worker 4242]: POST /v1/tickets 201 ...`.
+    """
     root = logging.getLogger()
     if not root.handlers:
         handler = logging.StreamHandler()
-        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        worker = " [worker %(process)d]" if several_workers() else ""
+        handler.setFormatter(logging.Formatter(f"%(levelname)s %(name)s{worker}: %(message)s"))
         root.addHandler(handler)
     for name in ("ticket_api", "httpx"):
         logging.getLogger(name).setLevel(level)

@@ -17,8 +17,9 @@ LAG = "ticket_api_event_loop_lag_seconds"
 BLOCKED = re.compile(r"event loop blocked for (\d+) ms so far, at (.*)$")
 Row = dict[str, Any]  # one row of toolkit.measure.held_series: the figures at one moment
 RATE_OVER_S = 2.0  # tickets per second over the last 2 s: steadier than over one 0.2 s interval
-# The figures of the time between two answers of /metrics (see _add_scrape).
-INTERVAL_KEYS = ("lag_s", "tickets_per_s", "db_lent_per_s")
+# The figures of the time between two answers of /metrics (see _add_scrape): with several worker processes, the
+# largest lag of any, and each one's, by pid.
+INTERVAL_KEYS = ("lag_s", "lag_s_by_worker", "tickets_per_s", "db_lent_per_s")
 # The API's gauges in a row: row key -> metric name.
 GAUGES = {
     "threads_borrowed": "ticket_api_threads_borrowed",
@@ -44,23 +45,30 @@ def read_scrape(response: httpx.Response) -> Scrape:
     return Scrape(metrics.values, metrics.info, time.monotonic())
 
 
-def lag_between(before: Metrics, after: Metrics) -> dict:
-    """The loop's lag between two readings of /metrics: heartbeats, their mean lag, the bucket that holds the p99
-    and the largest lag (s).
+def workers(scrape: Metrics) -> list[str]:
+    """The pids of the worker processes whose event loops /metrics gives one by one; none with one process."""
+    return sorted(scrape.by_label(f"{LAG}_count", "pid"))
+
+
+def lag_between(before: Metrics, after: Metrics, pid: str | None = None) -> dict:
+    """The loop's lag between two readings of /metrics (of the worker `pid`, where there are several): heartbeats,
+    their mean lag, the bucket that holds the p99 and the largest lag (s).
 
     The histogram keeps counts per bucket, not single values: the largest is the mean of the
     observations in the highest bucket that grew (the others counted at their bucket's lower bound),
     kept within that bucket's bounds: its error is at most the bucket's width (1 to 2.5 s, say).
     """
+    worker = {"pid": pid} if pid else {}
 
     def grown(sample: str, **labels: str) -> float:
-        return (after.get(sample, **labels) or 0.0) - (before.get(sample, **labels) or 0.0)
+        return (after.get(sample, **worker, **labels) or 0.0) - (before.get(sample, **worker, **labels) or 0.0)
 
     count, total = grown(f"{LAG}_count"), grown(f"{LAG}_sum")
     figures: dict = {"heartbeats": int(count), "mean_s": total / count if count > 0 else None}
     figures |= {"p99_at_most_s": float("inf"), "largest_s": 0.0 if count <= 0 else None}
     lower, counted, below_sum = 0.0, 0.0, 0.0
-    for bound in sorted(after.by_label(f"{LAG}_bucket", "le"), key=float):
+    bounds = {dict(labels)["le"] for (name, labels), _ in after.values.items() if name == f"{LAG}_bucket"}
+    for bound in sorted(bounds, key=float):
         cumulative = grown(f"{LAG}_bucket", le=bound)
         if count > 0 and cumulative >= 0.99 * count and figures["p99_at_most_s"] == float("inf"):
             figures["p99_at_most_s"] = float(bound)
@@ -93,8 +101,10 @@ def interval_figures(before: Scrape, oldest: Scrape, scrape: Scrape) -> Row:
     created = scrape.by_label("ticket_api_tickets_total", "outcome")
     earlier = oldest.by_label("ticket_api_tickets_total", "outcome")
     lent, lent_before = scrape.get("ticket_api_db_pool_lent_total"), before.get("ticket_api_db_pool_lent_total")
+    by_worker = {pid: lag_between(before, scrape, pid)["largest_s"] for pid in workers(scrape)}
     return {
-        "lag_s": lag_between(before, scrape)["largest_s"],
+        "lag_s": max(by_worker.values(), default=0.0) if by_worker else lag_between(before, scrape)["largest_s"],
+        "lag_s_by_worker": by_worker or None,
         "tickets_per_s": {
             outcome: per_s(count, earlier.get(outcome, 0.0), scrape.at - oldest.at)
             for outcome, count in created.items()

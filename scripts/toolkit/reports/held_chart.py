@@ -11,6 +11,7 @@ from scripts.toolkit.reports.charts import load_pyplot
 
 NO_ANSWER_COLOR = (0.86, 0, 0, 0.13)  # the live page's shading
 OUTCOME_COLORS = {"created": "#2a9d3a", "db_busy": "#8e44ad", "ai_busy": "#e07b00"}
+WORKER_COLORS = ("#c0392b", "#1f5fbf", "#e07b00", "#2a9d3a", "#7f8c8d", "#16a085")  # the live page's, in its order
 
 
 def draw_held(held: dict, path: str, title: str) -> None:
@@ -30,8 +31,14 @@ def draw_held(held: dict, path: str, title: str) -> None:
     quota_on = any(row.get("quota_limit") for row in rows)
     outcomes = sorted({o for row in rows for o in row.get("tickets_per_s") or {}}, key=lambda o: (o != "created", o))
 
+    workers = sorted({pid for row in rows for pid in row.get("lag_s_by_worker") or {}})
+
     def series(key: str) -> list[float]:
-        return [float("nan") if row.get(key) is None else row[key] for row in rows]
+        if key.startswith("worker "):  # one worker's lag, of several
+            values = [(row.get("lag_s_by_worker") or {}).get(key.removeprefix("worker ")) for row in rows]
+        else:
+            values = [row.get(key) for row in rows]
+        return [float("nan") if value is None else value for value in values]
 
     def most(key: str) -> str:
         return _most(peaks, key)
@@ -47,8 +54,13 @@ def draw_held(held: dict, path: str, title: str) -> None:
             "seconds",
         ),
         (
-            f"event-loop lag (largest in each interval): largest {seconds(peaks['lag_s_max'])}",
-            [("lag_s", "lag", "#c0392b", "-")],
+            f"event-loop lag (largest in each interval): largest {seconds(peaks['lag_s_max'])}"
+            + (f", {len(workers)} worker processes" if workers else ""),
+            [
+                (f"worker {pid}", f"worker {pid}", WORKER_COLORS[i % len(WORKER_COLORS)], "-")
+                for i, pid in enumerate(workers)
+            ]
+            or [("lag_s", "lag", "#c0392b", "-")],
             "seconds",
         ),
         (

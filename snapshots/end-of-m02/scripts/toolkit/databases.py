@@ -52,9 +52,10 @@ def init(dsn: str, size_name: str, reset: bool = False) -> str:
 
 
 def status(dsn: str) -> list[str]:
-    """Which server is used and how many rows each table holds."""
+    """Which server is used, the connections it allows and who holds them, and how many rows each table holds."""
     lines = [f"server: {shown_dsn(dsn)}"]
     with connect(dsn) as conn:
+        lines += connections(conn)
         if one_row(conn, "SELECT to_regclass('lab_meta')")[0] is None:
             return [*lines, "no lab tables yet: run `python -m scripts.db init`"]
         lines.append(f"data set: {_meta(conn).get('data_size', 'none')}")
@@ -62,6 +63,22 @@ def status(dsn: str) -> list[str]:
             (count,) = one_row(conn, f"SELECT count(*) FROM {table}")
             lines.append(f"{table:<20} {count:>8,} rows")
     return lines
+
+
+def connections(conn: psycopg.Connection) -> list[str]:
+    """PostgreSQL's connections in use of its max_connections, and each client's (each API worker: `ticket_api PID`)."""
+    allowed, reserved = one_row(
+        conn, "SELECT current_setting('max_connections')::int, current_setting('superuser_reserved_connections')::int"
+    )
+    held = conn.execute(
+        """SELECT coalesce(nullif(application_name, ''), '(no name)'), datname, count(*),
+                  count(*) FILTER (WHERE state = 'active')
+           FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()
+           GROUP BY 1, 2 ORDER BY 1, 2"""
+    ).fetchall()
+    in_use = sum(count for _, _, count, _ in held) + 1  # and this one
+    lines = [f"connections: {in_use} of max_connections {allowed} ({reserved} kept for superusers), this one included"]
+    return lines + [f"  {name} on {database}: {count} ({active} active)" for name, database, count, active in held]
 
 
 def one_row(conn: psycopg.Connection, query: str, params: tuple = ()) -> tuple:

@@ -1,0 +1,48 @@
+"""Several worker processes of one server (`fastapi run --workers N`, `uvicorn --workers N`): what they share.
+
+uvicorn starts each worker as a child process of its supervisor, and each imports the app afresh (as it
+does the one server process of `fastapi dev`, a child of its reloader). prometheus_client counts in one
+folder for all the processes of a server, its multiprocess mode, which it chooses when it is imported: so
+`share_metrics()` runs before that, and names the folder of this worker's supervisor.
+"""
+
+import multiprocessing
+import os
+import shutil
+from pathlib import Path
+
+import psutil
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+METRICS_FOLDERS = PROJECT_ROOT / ".lab" / "metrics"  # one folder per server, named after its supervisor's pid
+SHARED = "PROMETHEUS_MULTIPROC_DIR"  # prometheus_client's documented variable
+
+
+def share_metrics() -> None:
+    """In a worker process, count this process's metrics in the folder its server's workers share (unless
+    PROMETHEUS_MULTIPROC_DIR names one already); in a process of its own, nothing changes."""
+    supervisor = multiprocessing.parent_process()
+    if supervisor is None or SHARED in os.environ:
+        return
+    folder = METRICS_FOLDERS / str(supervisor.pid)
+    folder.mkdir(parents=True, exist_ok=True)
+    os.environ[SHARED] = str(folder)
+
+
+def several_workers() -> bool:
+    """Whether this process is one of a server's workers, whose metrics are counted together."""
+    return SHARED in os.environ
+
+
+def application_name() -> str:
+    """How this process's connections to PostgreSQL are named (pg_stat_activity, `python -m scripts.db status`)."""
+    return f"ticket_api {os.getpid()}"
+
+
+def forget_stopped_servers() -> None:
+    """Remove the metrics folders of servers whose supervisor no longer runs (they count nothing any more)."""
+    if not METRICS_FOLDERS.is_dir():
+        return
+    for folder in METRICS_FOLDERS.iterdir():
+        if folder.name.isdigit() and not psutil.pid_exists(int(folder.name)):
+            shutil.rmtree(folder, ignore_errors=True)
