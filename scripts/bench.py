@@ -32,15 +32,23 @@ import functools
 import json
 import time
 from contextlib import ExitStack
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 
 from scripts.client_apps import CLIENTS
 from scripts.reference_api import OPTIONS
 from scripts.toolkit.cli import Clock, output_folder, parse_levels, positive_int, progress, run
 from scripts.toolkit.load import wrk
-from scripts.toolkit.load.levels import Level, measure, measure_with_wrk, recorded_ticket_ms, ticket_alone, window_s
-from scripts.toolkit.load.turns import in_turn, options_in_turn
+from scripts.toolkit.load.levels import (
+    Level,
+    as_json,
+    measure,
+    measure_with_wrk,
+    recorded_ticket_ms,
+    ticket_alone,
+    window_s,
+)
+from scripts.toolkit.load.turns import REFERENCE_APP, in_turn, options_in_turn
 from scripts.toolkit.measure import profile
 from scripts.toolkit.measure.cpu import pace_ms, processes_by_role
 from scripts.toolkit.reports.bench_report import by_generator, machine, report, verdicts
@@ -48,7 +56,6 @@ from scripts.toolkit.running.services import Service, started
 from scripts.toolkit.running.services import api as api_service
 from scripts.toolkit.running.stack import Stack, event_loop, running_stack
 
-REFERENCE_APP = "scripts.reference_api:app"
 OPTIONS_USERS = 256
 
 
@@ -221,11 +228,6 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", help="folder for bench.json (default .lab/bench-DATE-TIME)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     return parser
-
-
-def as_json(level: Level) -> dict:
-    """A level's figures, with those computed from them."""
-    return {**asdict(level), "tickets_per_s": level.tickets_per_s, "fraction": level.fraction}
 
 
 def parse_levels_or_none(text: str) -> list[int]:

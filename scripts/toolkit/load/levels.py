@@ -13,7 +13,7 @@ import os
 import random
 import statistics
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import httpx
@@ -88,6 +88,11 @@ class Level:
     def generator_share(self) -> float:
         """The load generator's CPU per ticket ÷ the API's: how much of the work was the measuring itself."""
         return self.cpu_ms_per_ticket["generator"] / self.api_cpu_ms_per_ticket
+
+
+def as_json(level: Level) -> dict:
+    """A level's figures, with those computed from them."""
+    return {**asdict(level), "tickets_per_s": level.tickets_per_s, "fraction": level.fraction}
 
 
 def window_s(duration_s: float, users: int, ticket_s: float) -> float:

@@ -1,5 +1,6 @@
 """Two apps measured in turn at one level, (ours, theirs, theirs, ours) each round, so that a drift of the machine's
-pace over the windows weighs on both alike; each app's windows pooled into one level (scripts.bench)."""
+pace over the windows weighs on both alike; each app's windows pooled into one level (scripts.bench); one API
+process against two (scripts.kitchens)."""
 
 import functools
 import statistics
@@ -8,11 +9,14 @@ from dataclasses import replace
 from pathlib import Path
 
 from scripts.toolkit.cli import progress
-from scripts.toolkit.load.levels import Level
+from scripts.toolkit.load.levels import Level, measure, window_s
 from scripts.toolkit.measure.cpu import Roles, processes_by_role
-from scripts.toolkit.running.services import Service, started
+from scripts.toolkit.running.services import Service, api, started
+from scripts.toolkit.running.stack import Stack
 
 Window = Callable[..., Level]  # (url, roles, app=...) -> one measured window of a level
+REFERENCE_APP = "scripts.reference_api:app"  # a ticket's same I/O through the same libraries, and nothing else
+JUDGED_USERS = 512  # where the API on two processes is judged against the reference on two
 
 
 def in_turn(
@@ -72,3 +76,27 @@ def options_in_turn(
 
 def _roles(app: Service, simulator_pid: int) -> Roles:
     return processes_by_role(app.pid, simulator_pid)
+
+
+def one_against_two(stack: Stack, users: list[int], duration_s: float, ticket_s: float, log_dir: Path) -> dict:
+    """Async intake on one API process and on two, in turn at each level (1, 2, 2, 1): {"levels": [...]}; at
+    JUDGED_USERS, also the API on two in turn with the reference app on two: {"judged": (ours, the reference's)}.
+
+    One simulator for all three apps; each process's CPU (every worker's) is counted over its windows.
+    """
+    measured: dict = {"levels": []}
+    with stack.api("async") as one:
+        provider, env = f"{stack.simulator.url}/v1", {"INTAKE_MODE": "async", "DATABASE_URL": stack.dsn}
+        two_app = api(provider, env=env, workers=2, log_dir=log_dir / "async-2-workers")
+        reference_app = api(provider, env=env, workers=2, log_dir=log_dir / "reference-2-workers", app=REFERENCE_APP)
+        with started(two_app) as two, started(reference_app) as reference:
+            for count in users:
+                window = functools.partial(measure, "async", count, window_s(duration_s, count, ticket_s), ticket_s)
+                on_one = functools.partial(window, one.url, _roles(one, stack.simulator.pid))
+                on_two = functools.partial(window, two.url, _roles(two, stack.simulator.pid), api_processes=2)
+                measured["levels"] += in_turn(on_one, on_two, rounds=1)
+                if count == JUDGED_USERS:
+                    roles = _roles(reference, stack.simulator.pid)
+                    theirs = functools.partial(window, reference.url, roles, api_processes=2, app="reference")
+                    measured["judged"] = in_turn(on_two, theirs, rounds=1)
+    return measured

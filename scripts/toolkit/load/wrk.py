@@ -34,7 +34,9 @@ function delay()
   end
   return 0
 end
-
+"""
+# wrk's documented `done` hook: its figures as one JSON line.
+DONE = """
 function done(summary, latency, requests)
   local e = summary.errors
   io.write(string.format('%(mark)s{"requests": %%d, "duration_us": %%d, "mean_us": %%f, "stdev_us": %%f, ' ..
@@ -57,17 +59,30 @@ def lua_string(text: bytes) -> str:
 
 def run_wrk(url: str, users: int, duration_s: float, ramp_s: float, bodies: list[bytes]) -> dict:
     """Run wrk for `ramp_s` + `duration_s` against POST `url`/v1/tickets; its figures (times in ms)."""
-    script = SCRIPT % {
+    script = (SCRIPT + DONE) % {
         "bodies": ", ".join(map(lua_string, bodies)),
         "users": users,
         "ramp_ms": ramp_s * 1000,
         "mark": MARK,
     }
+    return {"users": users, **wrk_figures(url, users, ramp_s + duration_s, script)}
+
+
+def get(url: str, connections: int, duration_s: float, keep_alive: bool = True) -> dict:
+    """Run wrk's GET of `url` from `connections` connections for `duration_s`, kept alive or a new one for each
+    request (`Connection: close`); its figures (times in ms), with requests a second (rps) and its wall time."""
+    headers = () if keep_alive else ("-H", "Connection: close")
+    figures = wrk_figures(url, connections, duration_s, DONE % {"mark": MARK}, headers)
+    return {**figures, "rps": figures["requests"] / figures["seconds"], "wall_s": figures["seconds"]}
+
+
+def wrk_figures(url: str, connections: int, duration_s: float, script: str, options: tuple[str, ...] = ()) -> dict:
+    """wrk, one thread, for `duration_s` (whole seconds) with a Lua script that prints DONE's line; its figures."""
     with tempfile.TemporaryDirectory(prefix="lab-wrk-") as folder:
-        path = Path(folder) / "tickets.lua"
+        path = Path(folder) / "script.lua"
         path.write_text(script)
-        seconds = max(1, round(ramp_s + duration_s))
-        argv = ["wrk", "-t1", f"-c{users}", f"-d{seconds}s", "--timeout", "60s", "-s", str(path), url]
+        seconds = max(1, round(duration_s))
+        argv = ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--timeout", "60s", "-s", str(path), *options, url]
         try:
             result = run_to_completion(argv, timeout_s=seconds + 90)
         except subprocess.TimeoutExpired:
@@ -78,7 +93,6 @@ def run_wrk(url: str, users: int, duration_s: float, ramp_s: float, bodies: list
     figures = json.loads(line.removeprefix(MARK))
     errors = sum(figures[name] for name in ("connect_errors", "read_errors", "write_errors", "timeouts"))
     return {
-        "users": users,
         "requests": figures["requests"],
         "failed": figures["non_2xx"] + errors,
         "seconds": figures["duration_us"] / 1e6,

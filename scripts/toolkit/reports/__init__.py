@@ -2,6 +2,7 @@
 
 - charts: the timeline of a stall run, compare's /health medians, capacity's tickets per second
 - held_chart: what the server held during a recorded run: its peaks in one line, and its chart
-- bench_report, compare_table and capacity_table: the bench's, compare's and capacity's tables and files
+- bench_report, compare_table, capacity_table and kitchens_report: the bench's, compare's, capacity's and
+  kitchens' tables and files
 - course_figures: the course's published figures (course.toml)
 """

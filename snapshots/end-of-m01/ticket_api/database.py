@@ -1,5 +1,6 @@
 """PostgreSQL through psycopg_pool: `with db.connection() as conn:` is one transaction on a pooled connection."""
 
+import select
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -38,9 +39,7 @@ class Database:
                 timeout=settings.db_pool_timeout_s,
                 connection_class=CountingConnection,
                 kwargs={"connect_timeout": CONNECT_TIMEOUT_S, "application_name": application_name()},
-                # Before it lends a connection, the pool checks it with an empty query: one the server closed
-                # while it sat idle (a restart, a terminated backend) is replaced, not handed to a request.
-                check=ConnectionPool.check_connection,
+                check=check_if_server_wrote,
                 reconnect_timeout=RECONNECT_TIMEOUT_S,
                 name="ticket_api",
                 open=False,
@@ -103,6 +102,15 @@ class Database:
             "max": self.max_size if self.pool is not None else 0,
             "wait_ms": stats.get("requests_wait_ms", 0),
         }
+
+
+def check_if_server_wrote(conn: psycopg.Connection) -> None:
+    """The pool's check before it lends a connection: an empty query, only if the server wrote to it meanwhile."""
+    # A connection the server closed while it sat idle (a restart, a terminated backend) has something to read:
+    # its end, or the server's last message. It fails the empty query and is replaced, not handed to a request.
+    # A connection with nothing to read is lent without the round trip, a ticket's two empty queries fewer.
+    if conn.closed or select.select([conn], [], [], 0)[0]:
+        ConnectionPool.check_connection(conn)
 
 
 def resolve_dsn(settings: Settings) -> str:
