@@ -9,7 +9,7 @@ from pathlib import Path
 
 from scripts.toolkit.cli import progress
 from scripts.toolkit.load.levels import Level
-from scripts.toolkit.measure.cpu import Roles, processes_by_role
+from scripts.toolkit.measure.cpu import processes_by_role
 from scripts.toolkit.running.services import Service, started
 
 Window = Callable[..., Level]  # (url, roles, app=...) -> one measured window of a level
@@ -63,12 +63,8 @@ def options_in_turn(
         with started(plain_app) as plain, started(optioned_app) as optioned:
             progress(f"option {option}: {says}")
             measured[option] = in_turn(
-                functools.partial(window, optioned.url, _roles(optioned, simulator_pid), app=option),
-                functools.partial(window, plain.url, _roles(plain, simulator_pid), app="reference"),
+                functools.partial(window, optioned.url, processes_by_role(optioned.pid, simulator_pid), app=option),
+                functools.partial(window, plain.url, processes_by_role(plain.pid, simulator_pid), app="reference"),
                 rounds=1,
             )
     return measured
-
-
-def _roles(app: Service, simulator_pid: int) -> Roles:
-    return processes_by_role(app.pid, simulator_pid)
