@@ -37,9 +37,9 @@ end
 
 function done(summary, latency, requests)
   local e = summary.errors
-  io.write(string.format('%(mark)s{"requests": %%d, "duration_us": %%d, "mean_us": %%f, "stdev_us": %%f, ' ..
+  io.write(string.format('%(mark)s{"requests": %%d, "mean_us": %%f, "stdev_us": %%f, ' ..
     '"p50_us": %%d, "p95_us": %%d, "connect_errors": %%d, "read_errors": %%d, "write_errors": %%d, "non_2xx": %%d, ' ..
-    '"timeouts": %%d}\\n', summary.requests, summary.duration, latency.mean, latency.stdev, latency:percentile(50),
+    '"timeouts": %%d}\\n', summary.requests, latency.mean, latency.stdev, latency:percentile(50),
     latency:percentile(95), e.connect, e.read, e.write, e.status, e.timeout))
 end
 """
@@ -78,10 +78,8 @@ def run_wrk(url: str, users: int, duration_s: float, ramp_s: float, bodies: list
     figures = json.loads(line.removeprefix(MARK))
     errors = sum(figures[name] for name in ("connect_errors", "read_errors", "write_errors", "timeouts"))
     return {
-        "users": users,
         "requests": figures["requests"],
         "failed": figures["non_2xx"] + errors,
-        "seconds": figures["duration_us"] / 1e6,
         "mean_ms": figures["mean_us"] / 1000,
         "stdev_ms": figures["stdev_us"] / 1000,
         "p50_ms": figures["p50_us"] / 1000,
