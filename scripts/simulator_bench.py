@@ -69,8 +69,9 @@ def drive(url: str, users: int, duration_s: float, ramp_s: float, health: bool =
     return asyncio.run(load())
 
 
-def measured(load: Load, ramp_s: float) -> list:
-    """The successful calls sent after the ramp."""
+def measured(url: str, users: int, duration_s: float, ramp_s: float) -> list:
+    """drive() without /health: its successful calls sent after the ramp."""
+    load = drive(url, users, duration_s, ramp_s)[0]
     return [call for call in load.ok if call.start >= load.began + ramp_s]
 
 
@@ -110,7 +111,7 @@ def measure(duration_s: float) -> list[dict]:
     figures = [figure("embed_text, 60 new words at 256 dimensions", cost_ms, "ms", TARGET_EMBED_MS)]
     progress("phase 1/3: zero-delay calls (--speed 0), 64 connections ...")
     with services.simulator(speed=0) as simulator:
-        calls = measured(drive(simulator.url, 64, duration_s, 1.0)[0], 1.0)
+        calls = measured(simulator.url, 64, duration_s, 1.0)
     throughput = len(calls) / duration_s
     figures.append(figure("zero-delay throughput", throughput, "calls/s", TARGET_THROUGHPUT, most=False))
 
@@ -122,9 +123,7 @@ def measure(duration_s: float) -> list[dict]:
         for number in range(1, ROUNDS + 1):
             for name, url in urls.items():
                 progress(f"  round {number}/{ROUNDS}: {name}")
-                added = [
-                    call.ms - call.outcome.server_ms for call in measured(drive(url, 500, duration_s, 2.0)[0], 2.0)
-                ]
+                added = [call.ms - call.outcome.server_ms for call in measured(url, 500, duration_s, 2.0)]
                 p99s[name].append(quantile(added, 0.99))
         medians = {name: quantile(rounds, 0.5) for name, rounds in p99s.items()}
         for name, rounds in p99s.items():

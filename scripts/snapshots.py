@@ -40,13 +40,9 @@ def sync() -> list[str]:
         if lesson.before in snapshots and lesson.before != latest:
             lesson_files = set(lesson.copy) | set(lesson.differs_from_source) | {OWN_README}
             changed += _mirror(ROOT, SNAPSHOTS / lesson.before, keep=lesson_files)
-    readme = SNAPSHOTS / "README.md"
-    text = render_readme(snapshots, lessons)
-    if not readme.exists() or readme.read_text() != text:
-        readme.write_text(text)
-        changed.append("snapshots/README.md")
-    for readme, text in _readmes_with_settings(snapshots).items():
-        if readme.read_text() != text:
+    generated = {SNAPSHOTS / "README.md": render_readme(snapshots, lessons), **_readmes_with_settings(snapshots)}
+    for readme, text in generated.items():
+        if not readme.exists() or readme.read_text() != text:
             readme.write_text(text)
             changed.append(readme.relative_to(ROOT).as_posix())
     return changed
@@ -120,8 +116,9 @@ def copy_tree(snapshot: Path, into: Path) -> Path:
     return into
 
 
-def suite_problem(label: str, summary: str, expected: int) -> str | None:
-    """None when the summary is exactly `N passed`, else what is wrong."""
+def suite_problem(label: str, project: Path, expected: int, database_url: str) -> str | None:
+    """Run the project's suite: None when its summary is exactly `N passed`, else what is wrong."""
+    summary = run_suite(project, {"DATABASE_URL": database_url}).summary
     if re.fullmatch(rf"{expected} passed in [\d.]+s( \([\d:]+\))?", summary):
         return None
     return f"{label}: expected '{expected} passed', got '{summary}'"
@@ -135,8 +132,8 @@ def check_suites_and_lessons(workdir: Path, speed: float) -> list[str]:
     problems = []
     for name, snapshot in snapshots.items():
         progress(f"(b) {name}: running its suite")
-        summary = run_suite(copy_tree(SNAPSHOTS / name, workdir / name), {"DATABASE_URL": database_url}).summary
-        problems.append(suite_problem(name, summary, snapshot["tests"]))
+        project = copy_tree(SNAPSHOTS / name, workdir / name)
+        problems.append(suite_problem(name, project, snapshot["tests"], database_url))
     states = {name: workdir / name for name in snapshots}
     for lesson in lessons:
         progress(f"(c) {lesson.id}: copying {len(lesson.copy)} files onto {lesson.before}")
@@ -145,15 +142,13 @@ def check_suites_and_lessons(workdir: Path, speed: float) -> list[str]:
             (project / relative).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(SNAPSHOTS / lesson.source / relative, project / relative)
         states[lesson.id] = project
-        unexpected = _differences(
+        problems += _differences(
             project,
             SNAPSHOTS / lesson.source,
             allowed=set(lesson.differs_from_source),
             label=f"{lesson.id} replayed vs {lesson.source}",
         )
-        problems += unexpected
-        summary = run_suite(project, {"DATABASE_URL": database_url}).summary
-        problems.append(suite_problem(f"{lesson.id} replayed", summary, lesson.tests))
+        problems.append(suite_problem(f"{lesson.id} replayed", project, lesson.tests, database_url))
         for command in lesson.commands:
             progress(f"(d) {lesson.id}: {command['name']}")
             problems += command_problems(project, command, speed, database_url)

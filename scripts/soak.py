@@ -177,16 +177,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--hang-s must be longer than --provider-timeout, or hangs are no timeouts")
 
     folder, clock = output_folder(args.out, "soak"), Clock()
-    faults = [
-        "--error-rate",
-        f"{args.error_rate:g}",
-        "--hang-rate",
-        f"{args.hang_rate:g}",
-        "--hang-s",
-        f"{args.hang_s:g}",
-        "--seed",
-        str(args.seed),
-    ]
+    faults = ["--error-rate", f"{args.error_rate:g}", "--hang-rate", f"{args.hang_rate:g}"]
+    faults += ["--hang-s", f"{args.hang_s:g}", "--seed", str(args.seed)]
     results = []
     pgdata = folder / "pgdata" if args.kill else None  # never the lab's server: this one gets SIGKILL
     # This process starts the embedded server, so it outlives the APIs that use it.

@@ -16,6 +16,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import aiohttp
 import httpx
 import orjson
 
@@ -23,7 +24,7 @@ from scripts.toolkit.cli import progress
 from scripts.toolkit.dataset import random_ticket
 from scripts.toolkit.health import probe_health, times_ms
 from scripts.toolkit.load import wrk
-from scripts.toolkit.load.closed_loop import closed_loop, run_on, sender, session
+from scripts.toolkit.load.closed_loop import Send, closed_loop, run_on, sender, session
 from scripts.toolkit.measure import profile
 from scripts.toolkit.measure.cpu import Roles, cpu_of_window
 from scripts.toolkit.measure.quantiles import quantile
@@ -112,6 +113,12 @@ def ticket_bodies(count: int = 500, seed: int = 7) -> list[bytes]:
     return [orjson.dumps(random_ticket(rng)) for _ in range(count)]
 
 
+def ticket_users(opened: aiohttp.ClientSession, users: int) -> list[Send]:
+    """`users` request factories that POST the tickets of ticket_bodies() in turn, each from a ticket of its own."""
+    tickets = [("POST", "/v1/tickets", body) for body in ticket_bodies()]
+    return [sender(opened, tickets, first) for first in range(users)]
+
+
 async def health_during(
     url: str, start: float, duration_s: float, interval_s: float = HEALTH_INTERVAL_S
 ) -> list[float]:
@@ -158,18 +165,12 @@ def measure(
     """
     who = f"{api_processes} API process(es)" if app == "lab" else f"the {app}"
     progress(f"  {mode}, {users} users, {who}: {ticket_s:.1f} s ramp + {duration_s:.0f} s")
-    tickets = [("POST", "/v1/tickets", body) for body in ticket_bodies()]
 
     async def load_and_cpu():  # the window starts after the ramp, for every part alike
         start = time.perf_counter() + ticket_s
         async with session(url, users) as opened:
             parts = [
-                closed_loop(
-                    [sender(opened, tickets, first) for first in range(users)],
-                    duration_s=duration_s,
-                    ramp_s=ticket_s,
-                    give_up_s=give_up_s,
-                ),
+                closed_loop(ticket_users(opened, users), duration_s=duration_s, ramp_s=ticket_s, give_up_s=give_up_s),
                 cpu_of_window(roles, start, duration_s),
                 health_during(url, start, duration_s),
             ]
@@ -230,11 +231,10 @@ def measure_with_wrk(users: int, duration_s: float, ticket_s: float, url: str, l
 def ticket_alone(url: str, duration_s: float, loop: str = "asyncio") -> tuple[float, float]:
     """The mean time of one ticket with 2 users (nothing waits but for the provider), and its standard error (s)."""
     progress(f"  one ticket alone: 2 users for {duration_s:g} s")
-    tickets = [("POST", "/v1/tickets", body) for body in ticket_bodies()]
 
     async def alone():
         async with session(url, 2) as opened:
-            return await closed_loop([sender(opened, tickets, first) for first in range(2)], duration_s=duration_s)
+            return await closed_loop(ticket_users(opened, 2), duration_s=duration_s)
 
     times = [call.end - call.start for call in run_on(loop)(alone()).ok]
     return statistics.fmean(times), statistics.stdev(times) / len(times) ** 0.5

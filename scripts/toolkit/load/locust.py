@@ -72,38 +72,13 @@ def run_locust(url: str, users: int, duration_s: int, workers: int, prefix: str)
     times.mkdir(parents=True)
     base = [sys.executable, "-m", "locust", "-f", f"{LOCUSTFILE},{RECORDER}"]
     # --json prints the final figures on stdout; the log keeps Locust's own report, failures by name included.
-    master = [
-        *base,
-        "--headless",
-        "-u",
-        str(users),
-        "-r",
-        str(users),
-        "-t",
-        f"{duration_s}s",
-        "--host",
-        url,
-        "--stop-timeout",
-        str(STOP_TIMEOUT_S),
-        "--json",
-        "--only-summary",
-        "--times-folder",
-        str(times),
-    ]
+    master = [*base, "--headless", "-u", str(users), "-r", str(users), "-t", f"{duration_s}s", "--host", url]
+    master += ["--stop-timeout", str(STOP_TIMEOUT_S), "--json", "--only-summary", "--times-folder", str(times)]
     commands = [master]
     if workers:
         port = free_port()
-        master += [
-            "--master",
-            "--master-bind-host",
-            "127.0.0.1",
-            "--master-bind-port",
-            str(port),
-            "--expect-workers",
-            str(workers),
-            "--expect-workers-max-wait",
-            "30",
-        ]
+        master += ["--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port)]
+        master += ["--expect-workers", str(workers), "--expect-workers-max-wait", "30"]
         commands += [[*base, "--worker", "--master-host", "127.0.0.1", "--master-port", str(port)]] * workers
     cpu_before, started = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic()
     processes: list[subprocess.Popen] = []

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from scripts.toolkit.cli import progress
 from scripts.toolkit.load.levels import Level, measure, window_s
-from scripts.toolkit.measure.cpu import Roles, processes_by_role
+from scripts.toolkit.measure.cpu import processes_by_role
 from scripts.toolkit.running.services import Service, api, started
 from scripts.toolkit.running.stack import Stack
 
@@ -67,15 +67,11 @@ def options_in_turn(
         with started(plain_app) as plain, started(optioned_app) as optioned:
             progress(f"option {option}: {says}")
             measured[option] = in_turn(
-                functools.partial(window, optioned.url, _roles(optioned, simulator_pid), app=option),
-                functools.partial(window, plain.url, _roles(plain, simulator_pid), app="reference"),
+                functools.partial(window, optioned.url, processes_by_role(optioned.pid, simulator_pid), app=option),
+                functools.partial(window, plain.url, processes_by_role(plain.pid, simulator_pid), app="reference"),
                 rounds=1,
             )
     return measured
-
-
-def _roles(app: Service, simulator_pid: int) -> Roles:
-    return processes_by_role(app.pid, simulator_pid)
 
 
 def one_against_two(stack: Stack, users: list[int], duration_s: float, ticket_s: float, log_dir: Path) -> dict:
@@ -92,11 +88,13 @@ def one_against_two(stack: Stack, users: list[int], duration_s: float, ticket_s:
         with started(two_app) as two, started(reference_app) as reference:
             for count in users:
                 window = functools.partial(measure, "async", count, window_s(duration_s, count, ticket_s), ticket_s)
-                on_one = functools.partial(window, one.url, _roles(one, stack.simulator.pid))
-                on_two = functools.partial(window, two.url, _roles(two, stack.simulator.pid), api_processes=2)
+                on_one = functools.partial(window, one.url, processes_by_role(one.pid, stack.simulator.pid))
+                on_two = functools.partial(
+                    window, two.url, processes_by_role(two.pid, stack.simulator.pid), api_processes=2
+                )
                 measured["levels"] += in_turn(on_one, on_two, rounds=1)
                 if count == JUDGED_USERS:
-                    roles = _roles(reference, stack.simulator.pid)
+                    roles = processes_by_role(reference.pid, stack.simulator.pid)
                     theirs = functools.partial(window, reference.url, roles, api_processes=2, app="reference")
                     measured["judged"] = in_turn(on_two, theirs, rounds=1)
     return measured

@@ -65,7 +65,7 @@ def run_wrk(url: str, users: int, duration_s: float, ramp_s: float, bodies: list
         "ramp_ms": ramp_s * 1000,
         "mark": MARK,
     }
-    return {"users": users, **wrk_figures(url, users, ramp_s + duration_s, script)}
+    return wrk_figures(url, users, ramp_s + duration_s, script)
 
 
 def get(url: str, connections: int, duration_s: float, keep_alive: bool = True) -> dict:
