@@ -15,7 +15,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.core import InfoMetricFamily
 
 from ticket_api.watchdog import event_loop_name
-from ticket_api.workers import forget_stopped_servers, several_workers
+from ticket_api.workers import counted_together, forget_stopped_servers, several_workers
 
 LAG_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 GAUGES = {  # name: help; each summed over the live workers
@@ -35,15 +35,8 @@ class Metrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
-        self.several = several_workers()
-        lag = Histogram(
-            "ticket_api_event_loop_lag_seconds",
-            "How late the event loop ran a 50 ms heartbeat (blocked loop = large lag).",
-            ["pid"] if self.several else [],
-            buckets=LAG_BUCKETS,
-            registry=self.registry,
-        )
-        self.loop_lag = lag.labels(str(os.getpid())) if self.several else lag
+        self.together = counted_together()
+        self.loop_lag: Histogram | None = None  # made at start(), once it is known whether there are other workers
         self.tickets = self._counter("tickets", "POST /v1/tickets answers by outcome: created, or the error code.")
         self.provider_calls = self._counter("provider_calls", "Calls to the AI provider made for requests.")
         self.db_lent = self._counter("db_pool_lent", "DB connections lent by the pool so far.")
@@ -66,8 +59,9 @@ class Metrics:
 
     def heartbeat(self, lag_s: float) -> None:
         """A beat of the event loop's heartbeat: its lag; in a worker of several, this worker's figures too."""
-        self.loop_lag.observe(lag_s)
-        if self.several:
+        if self.loop_lag is not None:
+            self.loop_lag.observe(lag_s)
+        if self.together:
             self.publish()
 
     def publish(self) -> None:
@@ -96,7 +90,7 @@ class Metrics:
     def render(self) -> bytes:
         """Everything in Prometheus text format: this process's, or with several workers the whole server's."""
         self.publish()
-        if not self.several:
+        if not self.together:
             return generate_latest(self.registry)
         server = CollectorRegistry()
         multiprocess.MultiProcessCollector(server)
@@ -105,13 +99,25 @@ class Metrics:
         return generate_latest(server)
 
     def start(self) -> None:
-        """At the start of the server's work: with several workers, the folders of stopped servers go."""
-        if self.several:
+        """At the start of this process's work: the loop's lag, labelled with the pid where there are several
+        workers (one worker's lag is not another's); counted together, the folders of stopped servers go."""
+        if self.loop_lag is not None:
+            return  # a second start of the same app (a test's second client): its lag is counted already
+        several = several_workers()
+        lag = Histogram(
+            "ticket_api_event_loop_lag_seconds",
+            "How late the event loop ran a 50 ms heartbeat (blocked loop = large lag).",
+            ["pid"] if several else [],
+            buckets=LAG_BUCKETS,
+            registry=self.registry,
+        )
+        self.loop_lag = lag.labels(str(os.getpid())) if several else lag
+        if self.together:
             forget_stopped_servers()
 
     def stop(self) -> None:
-        """At the end of this process's work: with several workers, its gauges leave the server's sums."""
-        if self.several:
+        """At the end of this process's work: counted together, its gauges leave the server's sums."""
+        if self.together:
             multiprocess.mark_process_dead(os.getpid())
 
 

@@ -74,6 +74,12 @@ def _request_id(scope: Scope) -> str:
     return f"{random.getrandbits(48):012x}"  # unique enough to find a request; no need to be unguessable
 
 
+def name_the_worker(record: logging.LogRecord) -> bool:
+    """A logging filter that lets every line through, naming its worker if the server has several."""
+    record.worker = f" [worker {record.process}]" if several_workers() else ""
+    return True
+
+
 def configure_logging(level: str) -> None:
     """Show our request lines and the HTTP client's per-call lines; uvicorn's access lines are ours now.
 
@@ -82,8 +88,8 @@ def configure_logging(level: str) -> None:
     root = logging.getLogger()
     if not root.handlers:
         handler = logging.StreamHandler()
-        worker = " [worker %(process)d]" if several_workers() else ""
-        handler.setFormatter(logging.Formatter(f"%(levelname)s %(name)s{worker}: %(message)s"))
+        handler.addFilter(name_the_worker)
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s%(worker)s: %(message)s"))
         root.addHandler(handler)
     for name in ("ticket_api", "httpx"):
         logging.getLogger(name).setLevel(level)

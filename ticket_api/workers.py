@@ -6,6 +6,7 @@ folder for all the processes of a server, its multiprocess mode, which it choose
 `share_metrics()` runs before that, and names the folder of this worker's supervisor.
 """
 
+import functools
 import multiprocessing
 import os
 import shutil
@@ -29,9 +30,32 @@ def share_metrics() -> None:
     os.environ[SHARED] = str(folder)
 
 
-def several_workers() -> bool:
-    """Whether this process is one of a server's workers, whose metrics are counted together."""
+def counted_together() -> bool:
+    """Whether this process counts its metrics in a folder its server's processes share."""
     return SHARED in os.environ
+
+
+@functools.cache
+def several_workers() -> bool:
+    """Whether this process is one of several workers of one server; under a reloader (`fastapi dev`) it is the
+    only one."""
+    supervisor = multiprocessing.parent_process()
+    if supervisor is None:
+        return False
+    # The supervisor starts every worker one after another, before any of them has imported the app, each with
+    # the same command line as this one's but for the pipe it reads its orders from; its other child, the
+    # resource tracker of multiprocessing, has another.
+    try:
+        me = psutil.Process().cmdline()
+        workers = [child for child in psutil.Process(supervisor.pid).children() if like(child.cmdline(), me)]
+    except psutil.Error:
+        return False
+    return len(workers) > 1
+
+
+def like(command: list[str], other: list[str]) -> bool:
+    """Whether two command lines start the same program in the same way (the same first and last words)."""
+    return command[:1] == other[:1] and command[-1:] == other[-1:]
 
 
 def application_name() -> str:

@@ -104,7 +104,7 @@ class Database:
         }
 
 
-def check_if_server_wrote(conn: psycopg.Connection) -> None:
+def check_if_server_wrote(conn: CountingConnection) -> None:
     """The pool's check before it lends a connection: an empty query, only if the server wrote to it meanwhile."""
     # A connection the server closed while it sat idle (a restart, a terminated backend) has something to read:
     # its end, or the server's last message. It fails the empty query and is replaced, not handed to a request.
