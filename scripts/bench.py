@@ -6,7 +6,7 @@ A ticket cannot finish faster than its three provider calls, so with N users eac
 tickets back to back no design beats N ÷ T tickets per second, T being the mean of the recorded
 latencies the simulator replays (classify + draft + embed; it picks recorded calls at random).
 The bench drives async intake at 8, 32, 128, 256, 512 and 1,024 users against one API process,
-at 512 and 1,024 against two, and thread intake at 128, all on this machine: load generator,
+at 512 and 1,024 against two (uvicorn --workers 2: its CPU is every worker's), and thread intake at 128, all on this machine: load generator,
 simulator (speed 1, quota off), PostgreSQL and API together. Each user keeps one connection
 (toolkit.load.closed_loop's closed loop, on aiohttp) and sends its next ticket as soon as the last answered;
 their first tickets go out spread evenly over one T. Each level prints tickets per second (users
