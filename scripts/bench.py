@@ -37,7 +37,7 @@ from pathlib import Path
 
 from scripts.client_apps import CLIENTS
 from scripts.reference_api import OPTIONS
-from scripts.toolkit.cli import Clock, output_folder, parse_levels, positive_int, progress, run
+from scripts.toolkit.cli import Clock, command_parser, output_folder, parse_levels, positive_int, progress, run
 from scripts.toolkit.load import wrk
 from scripts.toolkit.load.levels import Level, measure, measure_with_wrk, recorded_ticket_ms, ticket_alone, window_s
 from scripts.toolkit.load.turns import in_turn, options_in_turn
@@ -50,6 +50,7 @@ from scripts.toolkit.running.stack import Stack, event_loop, running_stack
 
 REFERENCE_APP = "scripts.reference_api:app"
 OPTIONS_USERS = 256
+EXIT_CODES = "Exit codes: 0 every target passed, 1 one failed, 2 a start-up failed or bad arguments."
 
 
 def main() -> int:
@@ -154,12 +155,7 @@ def two_processes_and_thread(stack: Stack, args: argparse.Namespace, ticket_s: f
 
 def parser() -> argparse.ArgumentParser:
     """The bench's command line."""
-    parser = argparse.ArgumentParser(
-        prog="python -m scripts.bench",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="Exit codes: 0 every target passed, 1 one failed, 2 a start-up failed or bad arguments.",
-    )
+    parser = command_parser("python -m scripts.bench", __doc__, EXIT_CODES)
     parser.add_argument(
         "--users",
         type=parse_levels,

@@ -7,12 +7,11 @@ one timeline per mode and loop and one chart of what the server held meanwhile (
 connections, provider calls, the loop's lag: toolkit.measure.held_series's recording) to an output folder.
 """
 
-import argparse
 import asyncio
 import json
 
 from scripts.stall import measure_stall
-from scripts.toolkit.cli import Clock, output_folder, positive_float, positive_int, progress, run
+from scripts.toolkit.cli import Clock, command_parser, output_folder, positive_float, positive_int, progress, run
 from scripts.toolkit.measure.held_series import record_tick_s, watched
 from scripts.toolkit.reports import charts
 from scripts.toolkit.reports.compare_table import median_rows, render, shown_ms, write_files
@@ -70,9 +69,7 @@ async def stall(
 
 def main(argv: list[str] | None = None) -> int:
     """Parse the command line, run the comparison, print and write it; exit code 1 if a ticket failed."""
-    parser = argparse.ArgumentParser(
-        prog="python -m scripts.compare", description=__doc__.splitlines()[0], epilog=EXIT_CODES
-    )
+    parser = command_parser("python -m scripts.compare", __doc__.splitlines()[0], EXIT_CODES)
     add_modes_argument(parser, ["blocking", "async", "thread"])
     parser.add_argument(
         "--loop",

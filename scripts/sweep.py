@@ -7,23 +7,17 @@ while p99 climbs: serve at 60-70% of its req/s. A level where this generator its
 core gets a warning and no figure, since it measured itself.
 """
 
-import argparse
 import asyncio
 import json
 
 from scripts.experiments.knee import find_knee, render, sweep
 from scripts.experiments.runner import MEASURE_EXIT_CODES, add_app_arguments, app_to_measure, check_app_arguments
-from scripts.toolkit.cli import parse_levels, positive_float, progress, route_path, run
+from scripts.toolkit.cli import command_parser, parse_levels, positive_float, progress, route_path, run
 
 
 def main(argv: list[str] | None = None) -> int:
     """Parse the command line, sweep, print; exit code 1 if any request failed."""
-    parser = argparse.ArgumentParser(
-        prog="python -m scripts.sweep",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=MEASURE_EXIT_CODES,
-    )
+    parser = command_parser("python -m scripts.sweep", __doc__, MEASURE_EXIT_CODES)
     parser.add_argument("path", type=route_path, help="the route to load, e.g. /sleep/def")
     parser.add_argument(
         "--concurrency",
