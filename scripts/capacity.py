@@ -9,10 +9,8 @@ lag), drawn per mode and users.
 """
 
 import argparse
-import contextlib
 import json
 import time
-from contextlib import AbstractContextManager
 from pathlib import Path
 
 from scripts.toolkit.cli import (
@@ -29,7 +27,7 @@ from scripts.toolkit.databases import last_ticket_id, provider_time_after
 from scripts.toolkit.load.closed_loop import SATURATED_CPU_SHARE
 from scripts.toolkit.load.locust import run_locust
 from scripts.toolkit.measure.cpu import cpu_seconds
-from scripts.toolkit.measure.held_series import record_tick_s, recorded_in_thread
+from scripts.toolkit.measure.held_series import recorded_in_thread
 from scripts.toolkit.reports import charts
 from scripts.toolkit.reports.capacity_table import median_rows, render, write_files
 from scripts.toolkit.reports.held_chart import describe_peaks
@@ -52,12 +50,7 @@ def measure_modes(stack: Stack, args: argparse.Namespace, folder: Path, clock: C
                     progress(f"[{clock}] {label}: {args.duration} s of Locust ...")
                     before_id, api_cpu_before = last_ticket_id(stack.dsn), cpu_seconds(api.pid)
                     started = time.monotonic()
-                    recorder: AbstractContextManager[dict] = (
-                        recorded_in_thread(api.url, stack.simulator.url, record_tick_s(args.speed))
-                        if args.held
-                        else contextlib.nullcontext({})
-                    )
-                    with recorder as recording:
+                    with recorded_in_thread(api.url, stack.simulator.url, args.speed, args.held) as recording:
                         figures = run_locust(
                             api.url,
                             users,
