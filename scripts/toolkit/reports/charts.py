@@ -143,15 +143,8 @@ def draw_health_medians(rows: list[dict], path: str, note: str = "") -> None:
         for left, value, style, label in bars:
             if value is None:
                 continue
-            axes.bar(left, value, width, **style)
-            axes.annotate(
-                f"{readable_ms(value)}\n{label}",
-                (left, value),
-                xytext=(0, 3),
-                textcoords="offset points",
-                ha="center",
-                va="bottom",
-                fontsize=8,
+            axes.bar_label(
+                axes.bar(left, value, width, **style), [f"{readable_ms(value)}\n{label}"], padding=3, fontsize=8
             )
     axes.set_yscale("log")
     axes.set_ylim(0.5, 60_000)

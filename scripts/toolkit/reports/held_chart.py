@@ -3,6 +3,7 @@
 Root-only, like the watcher: scripts.compare and scripts.capacity draw one chart per run.
 """
 
+import functools
 from typing import Any
 
 from scripts.toolkit.cli import readable_ms
@@ -40,8 +41,7 @@ def draw_held(held: dict, path: str, title: str) -> None:
             values = [row.get(key) for row in rows]
         return [float("nan") if value is None else value for value in values]
 
-    def most(key: str) -> str:
-        return _most(peaks, key)
+    most = functools.partial(_most, peaks)
 
     def seconds(value: float | None) -> str:
         return "-" if value is None else readable_ms(value * 1000)
@@ -176,8 +176,7 @@ def _most(peaks: dict[str, Any], key: str) -> str:
 def describe_peaks(peaks: dict[str, Any]) -> str:
     """A recording's peaks in one progress line."""
 
-    def most(key: str) -> str:
-        return _most(peaks, key)
+    most = functools.partial(_most, peaks)
 
     def seconds(key: str) -> str:
         value = peaks.get(f"{key}_max")
