@@ -5,10 +5,11 @@ import json
 import re
 import textwrap
 import tomllib
+from dataclasses import asdict
 from functools import cache
 from pathlib import Path
 
-from scripts.toolkit.check.checks import ERROR, FAILED, PASSED, SKIPPED, Result
+from scripts.toolkit.check.checks import ERROR, FAILED, SKIPPED, WORDS, Result
 from scripts.toolkit.check.student_api import Run
 from scripts.toolkit.cli import readable_ms
 from scripts.toolkit.lessons.spec import Expectation
@@ -18,6 +19,7 @@ WIDTH = 100
 CHECK_EXIT_CODES = "Exit codes: 0 every check passed, 1 a check failed, 2 the checker could not run (or bad arguments)."
 INDENT = " " * 17
 UNIT = re.compile(r"(\d) (ms|s)\b")
+NOT_IN_JSON = ("hint_values", "may_be_noise", "because")  # what the report reads, not the reader
 # How a figure of a lesson command reads to a student: its words and its unit.
 FIGURES = {
     "statuses": ("status codes", ""),
@@ -56,23 +58,9 @@ def as_json(results: list[Result], header: dict) -> str:
     checks = []
     for result in results:
         hint = hints()[result.hint_id] if result.hint_id else {}
+        fields = {key: value for key, value in asdict(result).items() if key not in NOT_IN_JSON}
         checks.append(
-            {
-                "name": result.name,
-                "description": result.description,
-                "status": result.status,
-                "expected": result.expected,
-                "measured": result.measured,
-                "reason": result.reason,
-                "hint": hint_text(result),
-                "hint_id": result.hint_id,
-                "hint_kind": hint.get("kind"),
-                "lesson_section": hint.get("section"),
-                "info": result.info,
-                "runs": result.runs,
-                "rerun": result.rerun,
-                "seconds": result.seconds,
-            }
+            fields | {"hint": hint_text(result), "hint_kind": hint.get("kind"), "lesson_section": hint.get("section")}
         )
     return json.dumps({**header, "checks": checks}, indent=2, ensure_ascii=False)
 
@@ -82,9 +70,8 @@ def as_text(results: list[Result], header: dict) -> str:
     lines = [f'{header["project"]}, checked against "{header["lesson_title"]}" ({header["lesson"]}):', ""]
     for result in results:
         lines += _check_lines(result)
-    counts = {status: sum(1 for r in results if r.status == status) for status in (PASSED, FAILED, SKIPPED, ERROR)}
-    words = {PASSED: "passed", FAILED: "failed", SKIPPED: "could not check", ERROR: "could not run"}
-    totals = ", ".join(f"{n} {words[status]}" for status, n in counts.items() if n)
+    counts = {status: sum(1 for r in results if r.status == status) for status in WORDS}
+    totals = ", ".join(f"{n} {WORDS[status]}" for status, n in counts.items() if n)
     checks = f"{len(results)} check" + ("" if len(results) == 1 else "s")
     lines += ["", f"{checks}: {totals} ({header['seconds']:.0f} s)"]
     return "\n".join(lines)
@@ -97,7 +84,7 @@ def exit_code(results: list[Result]) -> int:
 
 
 def _check_lines(result: Result) -> list[str]:
-    word = {PASSED: "passed", FAILED: "FAILED", SKIPPED: "could not check", ERROR: "could not run"}[result.status]
+    word = WORDS[result.status].upper() if result.status == FAILED else WORDS[result.status]
     first = f"{word:<16} {result.name}: {result.description}"
     lines = textwrap.wrap(first, WIDTH, subsequent_indent=INDENT + "  ", break_on_hyphens=False)
     if result.status == SKIPPED:
