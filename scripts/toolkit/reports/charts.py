@@ -28,7 +28,8 @@ def can_draw(what: str) -> bool:
 
 
 CALLS = (("classify", "#08519c"), ("draft", "#3182bd"), ("embed", "#9ecae1"))  # do_ai_work's calls, in order
-WAITING_COLOR, HEALTH_COLOR, UNKNOWN_COLOR = "0.45", "tab:orange", "0.8"
+WAITING_COLOR, UNKNOWN_COLOR = "0.45", "0.8"
+HEALTH_LINE = {"color": "tab:orange", "lw": 6, "marker": "|", "markersize": 16, "markeredgewidth": 2}  # a /health probe
 
 
 def draw_timeline(result: dict, path: str, title: str | None = None) -> None:
@@ -40,14 +41,7 @@ def draw_timeline(result: dict, path: str, title: str | None = None) -> None:
         draw_ticket(axes, row, ticket)
     for probe in result["probes"]:
         axes.plot(
-            [probe["start_s"], probe["start_s"] + probe["ms"] / 1000],
-            [0, 0],
-            color=HEALTH_COLOR,
-            lw=6,
-            solid_capstyle="butt",
-            marker="|",
-            markersize=16,
-            markeredgewidth=2,
+            [probe["start_s"], probe["start_s"] + probe["ms"] / 1000], [0, 0], solid_capstyle="butt", **HEALTH_LINE
         )
     axes.set_yticks(range(len(runs) + 1), ["GET /health"] + [f"ticket {t['ticket']}" for t in runs])
     axes.invert_yaxis()
@@ -113,9 +107,7 @@ def legend_handles(without_calls: bool) -> list:
 
     handles: list[Artist] = [Patch(color=color, label=f"provider: {name}") for name, color in CALLS]
     handles.append(Patch(facecolor="white", edgecolor=WAITING_COLOR, hatch="///", label="waiting for the server"))
-    handles.append(
-        Line2D([], [], color=HEALTH_COLOR, lw=6, marker="|", markersize=16, markeredgewidth=2, label="GET /health")
-    )
+    handles.append(Line2D([], [], label="GET /health", **HEALTH_LINE))
     if without_calls:
         handles.append(Patch(color=UNKNOWN_COLOR, label="answer without X-Provider-Calls"))
     return handles

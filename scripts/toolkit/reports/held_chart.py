@@ -37,6 +37,8 @@ def draw_held(held: dict, path: str, title: str) -> None:
     def series(key: str) -> list[float]:
         if key.startswith("worker "):  # one worker's lag, of several
             values = [(row.get("lag_s_by_worker") or {}).get(key.removeprefix("worker ")) for row in rows]
+        elif key in outcomes:  # tickets per second of one outcome, 0 where the others had some
+            values = [row["tickets_per_s"].get(key, 0.0) if row.get("tickets_per_s") else None for row in rows]
         else:
             values = [row.get(key) for row in rows]
         return [float("nan") if value is None else value for value in values]
@@ -117,12 +119,7 @@ def draw_held(held: dict, path: str, title: str) -> None:
             axes.axvspan(at - tick, at, color=NO_ANSWER_COLOR, lw=0)
         top = {"seconds": 0.05, "count": 4, "per second": 4, "by outcome": 2}[unit]
         for key, label, color, style in lines:
-            if unit == "by outcome":
-                values = [
-                    float("nan") if not row.get("tickets_per_s") else row["tickets_per_s"].get(key, 0.0) for row in rows
-                ]
-            else:
-                values = series(key)
+            values = series(key)
             # steps: a gauge keeps its value until the next sample; dots: a sample between gaps still shows
             axes.plot(
                 t,
