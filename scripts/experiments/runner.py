@@ -4,10 +4,9 @@ command line of probe and sweep."""
 import argparse
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from pathlib import Path
 
 from scripts.experiments.settings import DEFAULT_PROVIDER_URL, DEFAULT_THREAD_LIMIT, ExperimentSettings
-from scripts.toolkit.cli import PROJECT_ROOT, command_parser, positive_int, progress, route_path
+from scripts.toolkit.cli import command_parser, positive_int, progress, route_path
 from scripts.toolkit.running.processes import free_port
 from scripts.toolkit.running.services import Service, simulator, started, uvicorn_command
 
@@ -19,17 +18,10 @@ MEASURE_EXIT_CODES = (
 )
 
 
-def experiment_app(
-    settings: ExperimentSettings,
-    port: int | None = None,
-    workers: int = 1,
-    log_dir: Path | None = None,
-    cwd: Path = PROJECT_ROOT,
-) -> Service:
+def experiment_app(settings: ExperimentSettings, workers: int = 1) -> Service:
     """The experiment app under uvicorn on a free port of 127.0.0.1, on asyncio's own loop, without access log."""
-    port = port or free_port()
-    argv = uvicorn_command(APP, port, workers)
-    return Service("experiments", argv, port, env=settings.environment(), log_dir=log_dir, cwd=cwd)
+    port = free_port()
+    return Service("experiments", uvicorn_command(APP, port, workers), port, env=settings.environment())
 
 
 def route_parser(prog: str, description: str, example: str) -> argparse.ArgumentParser:
