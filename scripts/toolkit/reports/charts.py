@@ -119,7 +119,7 @@ MODE_COLORS = {"blocking": "tab:red", "async": "tab:green", "thread": "tab:blue"
 def draw_health_medians(rows: list[dict], path: str, note: str = "") -> None:
     """Bars of the /health median per mode, measured beside the course's, on a log scale so 3 ms shows next to 9 s."""
     plt = load_pyplot()
-    figure, axes = plt.subplots(figsize=(7, 4.2))
+    figure, axes = plt.subplots(figsize=(7, 4.2), layout="tight")
     width = 0.38
     for x, row in enumerate(rows):
         color = MODE_COLORS.get(row["mode"], "tab:gray")
@@ -148,7 +148,6 @@ def draw_health_medians(rows: list[dict], path: str, note: str = "") -> None:
     axes.set_xlabel("INTAKE_MODE")
     axes.set_ylabel("median time of GET /health (log scale)")
     axes.set_title(f"GET /health while 8 tickets are created, 4 at a time{note}", fontsize=10)
-    figure.tight_layout()
     figure.savefig(path)
     plt.close(figure)
 
@@ -159,7 +158,7 @@ def draw_capacity(rows: list[dict], path: str, note: str = "") -> None:
     levels = sorted({row["users"] for row in rows})
     modes = list(dict.fromkeys(row["mode"] for row in rows))
     width = 0.8 / len(modes)
-    figure, axes = plt.subplots(figsize=(max(6, 2.2 * len(levels) + 2), 4.2))
+    figure, axes = plt.subplots(figsize=(max(6, 2.2 * len(levels) + 2), 4.2), layout="tight")
     limit_label: str | None = "Little's-law limit: users ÷ provider time per ticket"
     for group, users in enumerate(levels):
         for index, mode in enumerate(modes):
@@ -194,6 +193,5 @@ def draw_capacity(rows: list[dict], path: str, note: str = "") -> None:
     axes.set_ylabel("successful tickets per second")
     axes.set_title(f"Closed-loop Locust load per INTAKE_MODE{note}", fontsize=10)
     axes.legend(fontsize=8, loc="upper center", ncol=2)
-    figure.tight_layout()
     figure.savefig(path)
     plt.close(figure)
