@@ -41,13 +41,10 @@ def lesson_checks(ctx: Context) -> list[Check]:
     if any(lesson.checks for lesson in chain):
         checks.append(Check("api", "the API starts with your settings", lambda _: check_api_starts(ctx), ("copy",)))
     for entry in (entry for lesson in chain for entry in lesson.checks):
-        if "setting" in entry:
-            run, timing = functools.partial(check_setting, ctx, entry), False
-        elif "log" in entry:
-            run, timing = functools.partial(check_log, ctx, entry), False
-        else:
-            run, timing = functools.partial(check_command, ctx, entry), True
-        checks.append(Check(entry["name"], entry["says"], run, ("api", *entry.get("needs", [])), timing))
+        check = check_setting if "setting" in entry else check_log if "log" in entry else check_command
+        run = functools.partial(check, ctx, entry)
+        needs = ("api", *entry.get("needs", []))
+        checks.append(Check(entry["name"], entry["says"], run, needs, timing=check is check_command))
     return checks
 
 
