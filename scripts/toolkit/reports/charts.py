@@ -29,7 +29,7 @@ def can_draw(what: str) -> bool:
 
 CALLS = (("classify", "#08519c"), ("draft", "#3182bd"), ("embed", "#9ecae1"))  # do_ai_work's calls, in order
 WAITING_COLOR, UNKNOWN_COLOR = "0.45", "0.8"
-HEALTH_LINE = {"color": "tab:orange", "lw": 6, "marker": "|", "markersize": 16, "markeredgewidth": 2}  # a /health probe
+HEALTH_LINE: dict[str, Any] = dict(color="tab:orange", lw=6, marker="|", markersize=16, markeredgewidth=2)  # /health
 
 
 def draw_timeline(result: dict, path: str, title: str | None = None) -> None:
