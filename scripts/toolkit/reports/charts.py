@@ -28,7 +28,9 @@ def can_draw(what: str) -> bool:
 
 
 CALLS = (("classify", "#08519c"), ("draft", "#3182bd"), ("embed", "#9ecae1"))  # do_ai_work's calls, in order
-WAITING_COLOR, UNKNOWN_COLOR = "0.45", "0.8"
+WAITING: dict[str, Any] = dict(facecolor="white", edgecolor="0.45", hatch="///")  # a ticket waiting for the server
+# A ticket whose answer did not say when the provider worked: no answer, no AI work, or a provider without HTTP.
+UNKNOWN: dict[str, Any] = dict(color="0.8")
 HEALTH_LINE: dict[str, Any] = dict(color="tab:orange", lw=6, marker="|", markersize=16, markeredgewidth=2)  # /health
 
 
@@ -73,13 +75,8 @@ def draw_timeline(result: dict, path: str, title: str | None = None) -> None:
 def draw_ticket(axes: Any, row: int, ticket: dict) -> None:
     """One ticket: hatched from sent to answered, its provider calls solid on top, its outcome after it."""
     number, calls = ticket["ticket"], ticket["provider_calls"]
-    whole = {"left": ticket["start_s"], "height": 0.6, "gid": f"ticket-{number}"}
-    if calls:
-        axes.barh(
-            row, ticket["end_s"] - ticket["start_s"], facecolor="white", edgecolor=WAITING_COLOR, hatch="///", **whole
-        )
-    else:  # the answer did not say when the provider worked: no answer, no AI work, or a provider without HTTP
-        axes.barh(row, ticket["end_s"] - ticket["start_s"], color=UNKNOWN_COLOR, **whole)
+    whole = {"left": ticket["start_s"], "height": 0.6, "gid": f"ticket-{number}", **(WAITING if calls else UNKNOWN)}
+    axes.barh(row, ticket["end_s"] - ticket["start_s"], **whole)
     for index, (start_s, end_s) in enumerate(calls):
         axes.barh(
             row,
@@ -106,10 +103,10 @@ def legend_handles(without_calls: bool) -> list:
     from matplotlib.patches import Patch
 
     handles: list[Artist] = [Patch(color=color, label=f"provider: {name}") for name, color in CALLS]
-    handles.append(Patch(facecolor="white", edgecolor=WAITING_COLOR, hatch="///", label="waiting for the server"))
+    handles.append(Patch(label="waiting for the server", **WAITING))
     handles.append(Line2D([], [], label="GET /health", **HEALTH_LINE))
     if without_calls:
-        handles.append(Patch(color=UNKNOWN_COLOR, label="answer without X-Provider-Calls"))
+        handles.append(Patch(label="answer without X-Provider-Calls", **UNKNOWN))
     return handles
 
 
