@@ -13,6 +13,7 @@ from scripts.toolkit.reports.charts import load_pyplot
 NO_ANSWER_COLOR = (0.86, 0, 0, 0.13)  # the live page's shading
 OUTCOME_COLORS = {"created": "#2a9d3a", "db_busy": "#8e44ad", "ai_busy": "#e07b00"}
 WORKER_COLORS = ("#c0392b", "#1f5fbf", "#e07b00", "#2a9d3a", "#7f8c8d", "#16a085")  # the live page's, in its order
+BESIDE = {"loc": "upper left", "bbox_to_anchor": (1.0, 1.0), "fontsize": 9, "frameon": False}  # a panel's legend
 
 
 def draw_held(held: dict, path: str, title: str) -> None:
@@ -141,18 +142,13 @@ def draw_held(held: dict, path: str, title: str) -> None:
         axes.set_title(panel_title, loc="left", fontsize=11)
         axes.grid(alpha=0.3)
         if len(lines) > 1 or unit == "by outcome":
-            axes.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=9, frameon=False)
+            axes.legend(**BESIDE)
     axes_list[-1].set_xlabel(
         f"seconds since the recording started (a sample every {tick:g} s)",
         fontsize=11,
     )
-    axes_list[0].legend(
-        handles=[Patch(color=NO_ANSWER_COLOR, label="no answer from the API\n(its own gauges unread)")],
-        loc="upper left",
-        bbox_to_anchor=(1.0, 1.0),
-        fontsize=9,
-        frameon=False,
-    )
+    no_answer = Patch(color=NO_ANSWER_COLOR, label="no answer from the API\n(its own gauges unread)")
+    axes_list[0].legend(handles=[no_answer], **BESIDE)
     header = held.get("header") or {}
     how = ", ".join(
         f"{name} {header[key]}"
