@@ -134,18 +134,15 @@ def where_held(run: Run) -> str | None:
     first, longest = reports[0], max(report["ms"] for report in reports)
     cpu = max(report["cpu"] or 0 for report in reports)
     doing = f"computing (CPU {min(cpu, 1):.0%})" if cpu >= COMPUTING_CPU else f"waiting (CPU {cpu:.0%})"
+    times = "once" if len(reports) == 1 else f"{len(reports)} times"
     text = (
         f"the event loop was held by `{first['code']}` in {first['file']} line {first['line']} "
-        f"({first['function']}), {_times(len(reports))}, up to {readable_ms(longest)} at a time, {doing}"
+        f"({first['function']}), {times}, up to {readable_ms(longest)} at a time, {doing}"
     )
     inner = first.get("waiting_in")
     if inner:
         text += f"; under it, `{inner['code']}` in {inner['file']} line {inner['line']} ({inner['function']})"
     return text
-
-
-def _times(count: int) -> str:
-    return "once" if count == 1 else f"{count} times"
 
 
 def expected_text(e: Expectation) -> str:
