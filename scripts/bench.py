@@ -37,7 +37,7 @@ from pathlib import Path
 
 from scripts.client_apps import CLIENTS
 from scripts.reference_api import OPTIONS
-from scripts.toolkit.cli import Clock, output_folder, parse_levels, positive_int, progress, run
+from scripts.toolkit.cli import Clock, command_parser, output_folder, parse_levels, positive_int, progress, run
 from scripts.toolkit.load import wrk
 from scripts.toolkit.load.levels import (
     Level,
@@ -57,6 +57,7 @@ from scripts.toolkit.running.services import api as api_service
 from scripts.toolkit.running.stack import Stack, event_loop, running_stack
 
 OPTIONS_USERS = 256
+EXIT_CODES = "Exit codes: 0 every target passed, 1 one failed, 2 a start-up failed or bad arguments."
 
 
 def main() -> int:
@@ -161,12 +162,7 @@ def two_processes_and_thread(stack: Stack, args: argparse.Namespace, ticket_s: f
 
 def parser() -> argparse.ArgumentParser:
     """The bench's command line."""
-    parser = argparse.ArgumentParser(
-        prog="python -m scripts.bench",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="Exit codes: 0 every target passed, 1 one failed, 2 a start-up failed or bad arguments.",
-    )
+    parser = command_parser("python -m scripts.bench", __doc__, EXIT_CODES)
     parser.add_argument(
         "--users",
         type=parse_levels,

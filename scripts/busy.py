@@ -22,21 +22,18 @@ import os
 import shlex
 from pathlib import Path
 
-from scripts.toolkit.cli import CommandError, non_negative_int, progress, run
+from scripts.toolkit.cli import CommandError, command_parser, non_negative_int, progress, run
 from scripts.toolkit.running.busy import busy_machine, describe_loads, report_loads
 from scripts.toolkit.running.processes import run_in_foreground
 from ticket_api.config import load_settings
 from ticket_api.database import release_dsn, resolve_dsn
 
+EXIT_CODES = "Exit codes: the command's; 2 when the load could not start, or stopped before the command ended."
+
 
 def main(argv: list[str] | None = None) -> int:
     """Parse the command line, start the loads, run the command, stop the loads; the command's exit code."""
-    parser = argparse.ArgumentParser(
-        prog="python -m scripts.busy",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="Exit codes: the command's; 2 when the load could not start, or stopped before the command ended.",
-    )
+    parser = command_parser("python -m scripts.busy", __doc__, EXIT_CODES)
     parser.add_argument("--cpu", type=non_negative_int, default=1, help="processes that keep a core busy (default 1)")
     parser.add_argument(
         "--db", type=non_negative_int, default=2, help="pgbench clients running a long query (default 2)"

@@ -9,18 +9,25 @@ lag), drawn per mode and users.
 """
 
 import argparse
-import contextlib
 import json
 import time
-from contextlib import AbstractContextManager
 from pathlib import Path
 
-from scripts.toolkit.cli import Clock, output_folder, parse_levels, positive_float, positive_int, progress, run
+from scripts.toolkit.cli import (
+    Clock,
+    command_parser,
+    output_folder,
+    parse_levels,
+    positive_float,
+    positive_int,
+    progress,
+    run,
+)
 from scripts.toolkit.databases import last_ticket_id, provider_time_after
 from scripts.toolkit.load.closed_loop import SATURATED_CPU_SHARE
 from scripts.toolkit.load.locust import run_locust
 from scripts.toolkit.measure.cpu import cpu_seconds
-from scripts.toolkit.measure.held_series import record_tick_s, recorded_in_thread
+from scripts.toolkit.measure.held_series import recorded_in_thread
 from scripts.toolkit.reports import charts
 from scripts.toolkit.reports.capacity_table import median_rows, render, write_files
 from scripts.toolkit.reports.held_chart import describe_peaks
@@ -43,12 +50,7 @@ def measure_modes(stack: Stack, args: argparse.Namespace, folder: Path, clock: C
                     progress(f"[{clock}] {label}: {args.duration} s of Locust ...")
                     before_id, api_cpu_before = last_ticket_id(stack.dsn), cpu_seconds(api.pid)
                     started = time.monotonic()
-                    recorder: AbstractContextManager[dict] = (
-                        recorded_in_thread(api.url, stack.simulator.url, record_tick_s(args.speed))
-                        if args.held
-                        else contextlib.nullcontext({})
-                    )
-                    with recorder as recording:
+                    with recorded_in_thread(api.url, stack.simulator.url, args.speed, args.held) as recording:
                         figures = run_locust(
                             api.url,
                             users,
@@ -96,9 +98,7 @@ def measure_modes(stack: Stack, args: argparse.Namespace, folder: Path, clock: C
 
 def main(argv: list[str] | None = None) -> int:
     """Parse the command line, run every mode, print and write the figures; exit code 1 if a ticket failed."""
-    parser = argparse.ArgumentParser(
-        prog="python -m scripts.capacity", description=__doc__.splitlines()[0], epilog=EXIT_CODES
-    )
+    parser = command_parser("python -m scripts.capacity", __doc__.splitlines()[0], EXIT_CODES)
     add_modes_argument(parser, ["thread", "blocking", "async"])
     parser.add_argument("--users", type=parse_levels, default=[8], help="Locust users; 8,32,128 sweeps (default 8)")
     parser.add_argument("--duration", type=positive_int, default=40, help="seconds of load per run (default 40)")

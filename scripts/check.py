@@ -26,19 +26,14 @@ from scripts.toolkit.check.context import Context  # noqa: E402
 from scripts.toolkit.check.lesson_checks import lesson_checks  # noqa: E402
 from scripts.toolkit.check.report import CHECK_EXIT_CODES, as_json, as_text, exit_code  # noqa: E402
 from scripts.toolkit.check.student_project import default_lesson  # noqa: E402
-from scripts.toolkit.cli import PROJECT_ROOT, Clock, CommandError, progress, run  # noqa: E402
+from scripts.toolkit.cli import PROJECT_ROOT, Clock, CommandError, command_parser, progress, run  # noqa: E402
 from scripts.toolkit.lessons.spec import load_lessons  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
     """Parse the command line, run the checks, print them; the exit code says how it went."""
     _, lessons = load_lessons()
-    parser = argparse.ArgumentParser(
-        prog=_program(),
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=CHECK_EXIT_CODES,
-    )
+    parser = command_parser(_program(), __doc__, CHECK_EXIT_CODES)
     parser.add_argument("project", nargs="?", default=".", help="your project's folder (default: this folder)")
     parser.add_argument(
         "--lesson",

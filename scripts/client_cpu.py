@@ -15,7 +15,6 @@ the fraction of the physical limit, the mean ticket time, /health's p99, the eve
 (the API's own /metrics) and what the watchdog logged.
 """
 
-import argparse
 import json
 import threading
 import time
@@ -25,7 +24,16 @@ from pathlib import Path
 import httpx
 
 from scripts.client_apps import CLIENTS
-from scripts.toolkit.cli import Clock, CommandError, format_table, output_folder, parse_levels, progress, run
+from scripts.toolkit.cli import (
+    Clock,
+    CommandError,
+    command_parser,
+    format_table,
+    output_folder,
+    parse_levels,
+    progress,
+    run,
+)
 from scripts.toolkit.load.levels import measure, recorded_ticket_ms
 from scripts.toolkit.measure.cpu import processes_by_role
 from scripts.toolkit.measure.rates import lag_between, watchdog_lines
@@ -33,6 +41,7 @@ from scripts.toolkit.metrics import Metrics, read_metrics
 from scripts.toolkit.reports import charts
 from scripts.toolkit.running.stack import Stack, running_stack
 
+EXIT_CODES = "Exit codes: 0 done, 2 a start-up failed or bad arguments."
 GIVE_UP_S = 15  # tickets still unanswered this long after a level's end are given up
 
 
@@ -115,12 +124,7 @@ def draw(rows: list[dict], path: Path) -> None:
 
 def main() -> int:
     """Parse the command line, run every client at every level, print the table, write JSON and the chart."""
-    parser = argparse.ArgumentParser(
-        prog="python -m scripts.client_cpu",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="Exit codes: 0 done, 2 a start-up failed or bad arguments.",
-    )
+    parser = command_parser("python -m scripts.client_cpu", __doc__, EXIT_CODES)
     parser.add_argument("--users", type=parse_levels, default=[32, 128, 256], help="levels (default 32,128,256)")
     parser.add_argument(
         "--clients", default=",".join(CLIENTS), help="the clients, of scripts/client_apps.py (default %(default)s)"

@@ -12,67 +12,49 @@ import asyncio
 import json
 
 from scripts.stall import measure_stall
-from scripts.toolkit.cli import Clock, output_folder, positive_float, positive_int, progress, run
-from scripts.toolkit.measure.held_series import record_tick_s, watched
+from scripts.toolkit.cli import Clock, command_parser, output_folder, positive_float, positive_int, progress, run
+from scripts.toolkit.measure.held_series import recorded_in_thread
 from scripts.toolkit.reports import charts
 from scripts.toolkit.reports.compare_table import median_rows, render, shown_ms, write_files
 from scripts.toolkit.reports.held_chart import describe_peaks
 from scripts.toolkit.running.stack import EXIT_CODES, Stack, add_modes_argument, parse_loops, run_name, running_stack
 
 
-def measure_modes(
-    stack: Stack,
-    modes: list[str],
-    loops: list[str],
-    passes: int,
-    interval_s: float,
-    seed: int | None,
-    clock: Clock,
-    held: bool = True,
-) -> dict:
+def measure_modes(stack: Stack, args: argparse.Namespace, clock: Clock) -> dict:
     """Every pass of scripts.stall against the API in each mode, on each loop: {run_name: [result, ...]}.
 
-    With `held`, each pass also records what the server held meanwhile (its result's "held").
+    With args.held, each pass also records what the server held meanwhile (its result's "held").
     """
     runs: dict[str, list[dict]] = {}
-    for mode in modes:
-        for loop in loops:
+    interval_s = args.interval or 0.1 * args.speed
+    for mode in args.modes:
+        for loop in args.loop:
             name = run_name(mode, loop)
             with stack.api(mode, loop=loop) as api:
                 runs[name] = []
-                for number in range(1, passes + 1):
-                    progress(f"[{clock}] {name}, pass {number}/{passes}: 8 tickets, 4 at a time ...")
-                    pass_seed = None if seed is None else seed + number
-                    result = asyncio.run(stall(api.url, stack.simulator.url, interval_s, pass_seed, held, stack.speed))
+                for number in range(1, args.passes + 1):
+                    label = f"{name}, pass {number}/{args.passes}"
+                    progress(f"[{clock}] {label}: 8 tickets, 4 at a time ...")
+                    seed = None if args.seed is None else args.seed + number
+                    with recorded_in_thread(api.url, stack.simulator.url, args.speed, args.held) as held:
+                        result = asyncio.run(measure_stall(api.url, interval_s=interval_s, seed=seed))
                     runs[name].append(
                         {"mode": mode, "loop": loop, "pass": number, "simulator_url": stack.simulator.url, **result}
+                        | ({"held": held} if held else {})
                     )
                     progress(
-                        f"[{clock}] {name}, pass {number}/{passes}: {result['total_s']:.1f} s, "
-                        f"/health: {result['health_answers']} answers, median "
-                        f"{shown_ms(result['health_median_ms'])}, slowest {shown_ms(result['health_slowest_ms'])}"
+                        f"[{clock}] {label}: {result['total_s']:.1f} s, /health: {result['health_answers']} answers, "
+                        f"median {shown_ms(result['health_median_ms'])}, "
+                        f"slowest {shown_ms(result['health_slowest_ms'])}"
                     )
                     if held:
-                        progress(f"[{clock}] {name}, pass {number}/{passes}: {describe_peaks(result['held']['peaks'])}")
+                        progress(f"[{clock}] {label}: {describe_peaks(held['peaks'])}")
     return runs
-
-
-async def stall(
-    api_url: str, simulator_url: str, interval_s: float, seed: int | None, held: bool, speed: float
-) -> dict:
-    """One pass of scripts.stall; with `held`, what the server held meanwhile, under "held"."""
-    work = measure_stall(api_url, interval_s=interval_s, seed=seed)
-    if not held:
-        return await work
-    result, recording = await watched(work, api_url, simulator_url, record_tick_s(speed))
-    return {**result, "held": recording}
 
 
 def main(argv: list[str] | None = None) -> int:
     """Parse the command line, run the comparison, print and write it; exit code 1 if a ticket failed."""
-    parser = argparse.ArgumentParser(
-        prog="python -m scripts.compare", description=__doc__.splitlines()[0], epilog=EXIT_CODES
-    )
+    parser = command_parser("python -m scripts.compare", __doc__.splitlines()[0], EXIT_CODES)
     add_modes_argument(parser, ["blocking", "async", "thread"])
     parser.add_argument(
         "--loop",
@@ -110,9 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     folder = output_folder(args.out, "compare")
     clock = Clock()
     with running_stack(args.speed, folder / "logs", clock) as stack:
-        runs = measure_modes(
-            stack, args.modes, args.loop, args.passes, args.interval or 0.1 * args.speed, args.seed, clock, args.held
-        )
+        runs = measure_modes(stack, args, clock)
     rows = median_rows(runs)
     written = write_files(folder, rows, runs, args.speed, draw)
     if args.json:

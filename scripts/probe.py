@@ -6,15 +6,14 @@ and latency, and how long /health took meanwhile: a /health that needs hundreds 
 means that the route holds the event loop.
 """
 
-import argparse
 import asyncio
 import json
 from collections import Counter
 
 import httpx
 
-from scripts.experiments.runner import MEASURE_EXIT_CODES, add_app_arguments, app_to_measure, check_app_arguments
-from scripts.toolkit.cli import fmt_ms, positive_float, positive_int, progress, route_path, run
+from scripts.experiments.runner import app_to_measure, parse_route_arguments, route_parser
+from scripts.toolkit.cli import fmt_ms, positive_float, positive_int, progress, run
 from scripts.toolkit.health import check_api, probe_health, times_ms
 from scripts.toolkit.load.closed_loop import closed_loop, getter, session, warm_up
 from scripts.toolkit.measure.quantiles import percentiles
@@ -71,22 +70,13 @@ def render(result: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Parse the command line, measure, print; exit code 1 if any request failed."""
-    parser = argparse.ArgumentParser(
-        prog="python -m scripts.probe",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=MEASURE_EXIT_CODES,
-    )
-    parser.add_argument("path", type=route_path, help="the route to load, e.g. /sleep/async-blocking")
+    parser = route_parser("python -m scripts.probe", __doc__, "/sleep/async-blocking")
     parser.add_argument("--concurrency", type=positive_int, default=10, help="requests in flight at once (default 10)")
     parser.add_argument("--requests", type=positive_int, default=100, help="requests in all (default 100)")
     parser.add_argument(
         "--interval", type=positive_float, default=0.05, help="seconds between two /health probes (default 0.05)"
     )
-    add_app_arguments(parser)
-    parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
-    args = parser.parse_args(argv)
-    check_app_arguments(parser, args)
+    args = parse_route_arguments(parser, argv)
 
     with app_to_measure(args) as url:
         progress(f"probing GET {args.path}: {args.requests} requests, {args.concurrency} at a time ...")

@@ -8,7 +8,6 @@ alternate rounds: what the generator, the server and the loop cost by themselves
 simulator's.
 """
 
-import argparse
 import asyncio
 import importlib.util
 import json
@@ -21,13 +20,14 @@ from contextlib import ExitStack
 import orjson
 
 from scripts.toolkit.answers import Answer
-from scripts.toolkit.cli import format_table, positive_float, progress, run
+from scripts.toolkit.cli import command_parser, format_table, positive_float, progress, run
 from scripts.toolkit.load.closed_loop import Load, closed_loop, sender, session
 from scripts.toolkit.load.levels import health_during
 from scripts.toolkit.measure.quantiles import quantile
 from scripts.toolkit.running import services, sleeping_provider
 from simulator.embeddings import embed_text
 
+EXIT_CODES = "Exit codes: 0 every target met, 1 one missed, 2 a start-up failed or bad arguments."
 TARGET_THROUGHPUT = 2000  # zero-delay calls per second
 TARGET_ADDED_P99_MS = 5.0  # at 500 concurrent calls
 TARGET_IN_FLIGHT = 1000
@@ -153,12 +153,7 @@ def event_loop() -> str:
 
 def main() -> int:
     """Run the bench and print the figures with pass/fail."""
-    parser = argparse.ArgumentParser(
-        prog="python -m scripts.simulator_bench",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="Exit codes: 0 every target met, 1 one missed, 2 a start-up failed or bad arguments.",
-    )
+    parser = command_parser("python -m scripts.simulator_bench", __doc__, EXIT_CODES)
     parser.add_argument("--duration", type=positive_float, default=5.0, help="seconds per phase and round (default 5)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()

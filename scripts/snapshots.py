@@ -9,14 +9,13 @@ check  (a) the latest snapshot equals the root, the earlier one differs only whe
        stack with a sped-up simulator, give results of the expected shape.
 """
 
-import argparse
 import filecmp
 import re
 import shutil
 import tempfile
 from pathlib import Path
 
-from scripts.toolkit.cli import PROJECT_ROOT, CommandError, progress, run
+from scripts.toolkit.cli import PROJECT_ROOT, CommandError, command_parser, progress, run
 from scripts.toolkit.databases import init
 from scripts.toolkit.lessons.snapshots_readme import render_readme
 from scripts.toolkit.lessons.spec import command_speed, load_lessons, run_command, shape_problems
@@ -173,9 +172,7 @@ def command_problems(project: Path, command: dict, speed: float, database_url: s
 
 def main() -> int:
     """Parse the command line and run sync or check."""
-    parser = argparse.ArgumentParser(
-        prog="python -m scripts.snapshots", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = command_parser("python -m scripts.snapshots", __doc__)
     parser.add_argument("command", choices=["sync", "check"])
     parser.add_argument("--files-only", action="store_true", help="check: only (a), the file-level promises")
     parser.add_argument("--speed", type=float, default=0.2, help="check: simulator speed for lesson commands")

@@ -25,7 +25,7 @@ from pathlib import Path
 import httpx
 
 from scripts.toolkit import dataset
-from scripts.toolkit.cli import Clock, output_folder, positive_float, positive_int, progress, run
+from scripts.toolkit.cli import Clock, command_parser, output_folder, positive_float, positive_int, progress, run
 from scripts.toolkit.databases import create_lab_database, drop_database
 from scripts.toolkit.running import services
 from scripts.toolkit.running.postgres import crash_postgres
@@ -126,10 +126,10 @@ def render(result: dict, args: argparse.Namespace) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Parse the command line, soak each mode, print the figures; exit code 1 on any violation."""
-    parser = argparse.ArgumentParser(
-        prog="python -m scripts.soak",
-        description=__doc__.splitlines()[0],
-        epilog="Exit codes: 0 nothing lost or duplicated, 1 a violation (its database "
+    parser = command_parser(
+        "python -m scripts.soak",
+        __doc__.splitlines()[0],
+        "Exit codes: 0 nothing lost or duplicated, 1 a violation (its database "
         "is kept), 2 a start-up failed or bad arguments.",
     )
     parser.add_argument("--tickets", type=positive_int, default=500, help="tickets per mode (default 500)")

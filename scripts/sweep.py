@@ -7,24 +7,17 @@ while p99 climbs: serve at 60-70% of its req/s. A level where this generator its
 core gets a warning and no figure, since it measured itself.
 """
 
-import argparse
 import asyncio
 import json
 
 from scripts.experiments.knee import find_knee, render, sweep
-from scripts.experiments.runner import MEASURE_EXIT_CODES, add_app_arguments, app_to_measure, check_app_arguments
-from scripts.toolkit.cli import parse_levels, positive_float, progress, route_path, run
+from scripts.experiments.runner import app_to_measure, parse_route_arguments, route_parser
+from scripts.toolkit.cli import parse_levels, positive_float, progress, run
 
 
 def main(argv: list[str] | None = None) -> int:
     """Parse the command line, sweep, print; exit code 1 if any request failed."""
-    parser = argparse.ArgumentParser(
-        prog="python -m scripts.sweep",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=MEASURE_EXIT_CODES,
-    )
-    parser.add_argument("path", type=route_path, help="the route to load, e.g. /sleep/def")
+    parser = route_parser("python -m scripts.sweep", __doc__, "/sleep/def")
     parser.add_argument(
         "--concurrency",
         type=parse_levels,
@@ -32,10 +25,7 @@ def main(argv: list[str] | None = None) -> int:
         help="comma-separated levels of requests in flight (default 1,8,24,64)",
     )
     parser.add_argument("--duration", type=positive_float, default=5.0, help="seconds per level (default 5)")
-    add_app_arguments(parser)
-    parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
-    args = parser.parse_args(argv)
-    check_app_arguments(parser, args)
+    args = parse_route_arguments(parser, argv)
     levels = sorted(set(args.concurrency))
 
     with app_to_measure(args) as url:

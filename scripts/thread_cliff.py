@@ -5,22 +5,20 @@ slow `def` requests in flight (each holds a pool thread for 1 s) while it times 
 does nothing, and /health. Predict first: what happens to the trivial route below N, at N, and at 2.5 x N?
 """
 
-import argparse
 import asyncio
 import json
 
 from scripts.experiments.cliff import find_cliff, measure_cliff, render
 from scripts.experiments.runner import served
-from scripts.toolkit.cli import parse_levels, positive_int, run
+from scripts.toolkit.cli import command_parser, parse_levels, positive_int, run
 
 
 def main(argv: list[str] | None = None) -> int:
     """Start the experiment app, measure every level, stop the app, print."""
-    parser = argparse.ArgumentParser(
-        prog="python -m scripts.thread_cliff",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="Nothing needs to run beforehand. "
+    parser = command_parser(
+        "python -m scripts.thread_cliff",
+        __doc__,
+        "Nothing needs to run beforehand. "
         "Exit codes: 0 done, 1 some slow requests failed, 2 the app cannot start or bad arguments.",
     )
     parser.add_argument(

@@ -6,7 +6,6 @@ and the simulator's quota, and the tickets per second by outcome. Run it beside 
 then make the API stall (`python -m scripts.stall`, Locust, `python -m scripts.burst`).
 """
 
-import argparse
 import threading
 from pathlib import Path
 
@@ -15,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import Route
 
-from scripts.toolkit.cli import run
+from scripts.toolkit.cli import command_parser, run
 from scripts.toolkit.measure.held_series import Watcher, watching_in_thread
 from scripts.toolkit.running.processes import serve_in_thread
 
@@ -50,9 +49,7 @@ def page_app(watcher: Watcher) -> Starlette:
 
 def main(argv: list[str] | None = None) -> int:
     """Serve the page; print its address."""
-    parser = argparse.ArgumentParser(
-        prog="python -m scripts.watch", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = command_parser("python -m scripts.watch", __doc__)
     parser.add_argument("--api", default=DEFAULT_API, help="the API (default %(default)s)")
     parser.add_argument("--simulator", default=DEFAULT_SIMULATOR, help="the simulator (default %(default)s)")
     parser.add_argument(

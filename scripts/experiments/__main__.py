@@ -6,26 +6,21 @@ start one of their own; this one is for measuring it by hand (curl, ab, Locust, 
 /docs). It listens on 127.0.0.1 only; Ctrl+C stops it.
 """
 
-import argparse
 import os
 
 from scripts.experiments.runner import APP
 from scripts.experiments.settings import DEFAULT_PROVIDER_URL, DEFAULT_THREAD_LIMIT, ExperimentSettings
-from scripts.toolkit.cli import CommandError, positive_int, progress, run
+from scripts.toolkit.cli import CommandError, command_parser, positive_int, progress, run
 from scripts.toolkit.running.processes import check_port_free, running
 from scripts.toolkit.running.services import uvicorn_command
 
 DEFAULT_PORT = 8200
+EXIT_CODES = "Exit codes: 0 stopped (Ctrl+C or SIGTERM), 2 the port is in use or bad arguments."
 
 
 def main(argv: list[str] | None = None) -> int:
     """Parse the command line, then serve until Ctrl+C."""
-    parser = argparse.ArgumentParser(
-        prog="python -m scripts.experiments",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="Exit codes: 0 stopped (Ctrl+C or SIGTERM), 2 the port is in use or bad arguments.",
-    )
+    parser = command_parser("python -m scripts.experiments", __doc__, EXIT_CODES)
     parser.add_argument("--port", type=positive_int, default=DEFAULT_PORT, help=f"default {DEFAULT_PORT}")
     parser.add_argument(
         "--thread-limit",

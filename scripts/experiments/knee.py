@@ -21,20 +21,18 @@ async def sweep(url: str, path: str, levels: list[int], duration_s: float) -> li
         for concurrency in levels:
             progress(f"  {concurrency} in flight for {duration_s:g} s ...")
             load = await closed_loop([getter(opened, path)] * concurrency, duration_s=duration_s)
-            row = {
-                "concurrency": concurrency,
-                "ok": len(load.latencies_ms),
-                "errors": len(load.errors),
-                "generator_cpu_share": load.cpu_share,
-                "saturated": load.saturated,
-                "rps": None,
-                "p50": None,
-                "p95": None,
-                "p99": None,
-            }
-            if load.latencies_ms and not load.saturated:
-                row.update(rps=load.rps, **{f"p{p}": quantile(load.latencies_ms, p / 100) for p in (50, 95, 99)})
-            rows.append(row)
+            measured = bool(load.latencies_ms) and not load.saturated  # a saturated generator measured itself
+            rows.append(
+                {
+                    "concurrency": concurrency,
+                    "ok": len(load.latencies_ms),
+                    "errors": len(load.errors),
+                    "generator_cpu_share": load.cpu_share,
+                    "saturated": load.saturated,
+                    "rps": load.rps if measured else None,
+                    **{f"p{p}": quantile(load.latencies_ms, p / 100) if measured else None for p in (50, 95, 99)},
+                }
+            )
     return rows
 
 

@@ -1,12 +1,12 @@
-"""The experiment app under uvicorn as a Service, and what probe, sweep and thread_cliff start before measuring."""
+"""The experiment app under uvicorn as a Service, and what probe, sweep and thread_cliff start before measuring; the
+command line of probe and sweep."""
 
 import argparse
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from pathlib import Path
 
 from scripts.experiments.settings import DEFAULT_PROVIDER_URL, DEFAULT_THREAD_LIMIT, ExperimentSettings
-from scripts.toolkit.cli import PROJECT_ROOT, positive_int, progress
+from scripts.toolkit.cli import command_parser, positive_int, progress, route_path
 from scripts.toolkit.running.processes import free_port
 from scripts.toolkit.running.services import Service, simulator, started, uvicorn_command
 
@@ -18,21 +18,22 @@ MEASURE_EXIT_CODES = (
 )
 
 
-def experiment_app(
-    settings: ExperimentSettings,
-    port: int | None = None,
-    workers: int = 1,
-    log_dir: Path | None = None,
-    cwd: Path = PROJECT_ROOT,
-) -> Service:
+def experiment_app(settings: ExperimentSettings, workers: int = 1) -> Service:
     """The experiment app under uvicorn on a free port of 127.0.0.1, on asyncio's own loop, without access log."""
-    port = port or free_port()
-    argv = uvicorn_command(APP, port, workers)
-    return Service("experiments", argv, port, env=settings.environment(), log_dir=log_dir, cwd=cwd)
+    port = free_port()
+    return Service("experiments", uvicorn_command(APP, port, workers), port, env=settings.environment())
 
 
-def add_app_arguments(parser: argparse.ArgumentParser) -> None:
-    """--url, or --thread-limit, --workers and --provider-url of the app a command starts (probe, sweep)."""
+def route_parser(prog: str, description: str, example: str) -> argparse.ArgumentParser:
+    """The parser of a command that measures one route (probe, sweep): the route's path, then the command's own."""
+    parser = command_parser(prog, description, MEASURE_EXIT_CODES)
+    parser.add_argument("path", type=route_path, help=f"the route to load, e.g. {example}")
+    return parser
+
+
+def parse_route_arguments(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """The command's arguments, then --url or --thread-limit, --workers and --provider-url of the app it starts, and
+    --json; flags of the app to start given with --url (an app that already runs) are a usage error."""
     parser.add_argument("--url", help="measure the app already running at this address instead (nothing is started)")
     parser.add_argument(
         "--thread-limit",
@@ -46,14 +47,13 @@ def add_app_arguments(parser: argparse.ArgumentParser) -> None:
         "--provider-url",
         help="the provider of the /upstream routes, ending in /v1 (default: a simulator it starts, quota off)",
     )
-
-
-def check_app_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """A usage error for flags of the app to start given with --url (an app that already runs)."""
+    parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    args = parser.parse_args(argv)
     given = [flag for flag in ("thread_limit", "workers", "provider_url") if getattr(args, flag) is not None]
     if args.url is not None and given:
         flags = ", ".join("--" + flag.replace("_", "-") for flag in given)
         parser.error(f"{flags}: for the app it starts, not with --url (set them where that app runs)")
+    return args
 
 
 @contextmanager

@@ -1,5 +1,5 @@
 """What every lab command shares: one-line errors, exit codes (0 ok, 1 check failed, 2 usage/environment), SIGTERM
-handled like Ctrl+C, progress lines and their clock, argparse types and plain-text tables."""
+handled like Ctrl+C, its argparse parser, progress lines and their clock, argparse types and plain-text tables."""
 
 import argparse
 import signal
@@ -38,6 +38,13 @@ def run(main: Callable[[], int | None]) -> NoReturn:
 
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
+
+
+def command_parser(prog: str, description: str, epilog: str | None = None) -> argparse.ArgumentParser:
+    """A lab command's argparse parser: its `--help` shows the description (the module's docstring) as written."""
+    return argparse.ArgumentParser(
+        prog=prog, description=description, formatter_class=argparse.RawDescriptionHelpFormatter, epilog=epilog
+    )
 
 
 def progress(message: str) -> None:

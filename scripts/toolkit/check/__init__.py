@@ -7,5 +7,6 @@
   PostgreSQL and the simulator see meanwhile
 - student_project: a student's project: its lesson files, its settings, its PostgreSQL
 - loop_sampler: where a project's API held its event loop, from a sampler in the API's own process
-- report: the report in plain words or JSON (the hints in hints.toml)
+- report: the report in plain words or JSON (the hints in hints.toml), a lesson command's figures and where the
+  event loop was held, in words
 """

@@ -15,6 +15,7 @@ from scripts.toolkit.cli import Clock, CommandError, progress
 from ticket_api.errors import StartupError
 
 PASSED, FAILED, SKIPPED, ERROR = "passed", "failed", "skipped", "error"
+WORDS = {PASSED: "passed", FAILED: "failed", SKIPPED: "could not check", ERROR: "could not run"}  # as a student reads
 
 
 @dataclass

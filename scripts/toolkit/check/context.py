@@ -55,15 +55,11 @@ class Context:
         command = {**command, "api_env": {**command.get("api_env", {}), **api_env}}
         key = f"{name} {sorted(command['api_env'].items())}"
         if fresh or key not in self._runs:
-            progress(f"  `{command['run']}` against your API ({_env(command)}) ...")
+            env = " ".join(f"{setting}={value}" for setting, value in command["api_env"].items()) or "your own settings"
+            progress(f"  `{command['run']}` against your API ({env}) ...")
             self._runs[key] = self.stack.run(command)
         return self._runs[key]
 
     def close(self) -> None:
         """Stop what was started, drop the check's database, release the embedded server."""
         self._resources.close()
-
-
-def _env(command: dict) -> str:
-    env = command.get("api_env", {})
-    return " ".join(f"{key}={value}" for key, value in env.items()) or "your own settings"

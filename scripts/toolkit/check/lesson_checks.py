@@ -7,7 +7,8 @@ from collections import Counter
 
 from scripts.toolkit.check.checks import Check, Result, failed, passed
 from scripts.toolkit.check.context import Context
-from scripts.toolkit.check.student_api import CHECK_SPEED, COMMAND_TIMEOUT_S, ApiDidNotStart, Run
+from scripts.toolkit.check.report import COMPUTING_CPU, expected_text, measured_text, where_held
+from scripts.toolkit.check.student_api import CHECK_SPEED, COMMAND_TIMEOUT_S, ApiDidNotStart
 from scripts.toolkit.check.student_project import (
     EDITED,
     MISSING,
@@ -18,37 +19,12 @@ from scripts.toolkit.check.student_project import (
     settings_given,
     settings_refused,
 )
-from scripts.toolkit.cli import readable_ms
 from scripts.toolkit.lessons.snapshots_readme import copy_commands
-from scripts.toolkit.lessons.spec import (
-    CommandTimedOut,
-    Expectation,
-    command_speed,
-    expectation,
-    find_command,
-    lesson_chain,
-)
+from scripts.toolkit.lessons.spec import CommandTimedOut, command_speed, expectation, find_command, lesson_chain
 from scripts.toolkit.lessons.suites import collected_tests, run_suite
 
 SUITE_TIMEOUT_S = 300
-# How a figure of a lesson command reads to a student: its words and its unit.
-FIGURES = {
-    "statuses": ("status codes", ""),
-    "health_answers": ("answers of /health", ""),
-    "health_median_ms": ("/health median", "ms"),
-    "health_slowest_ms": ("slowest /health", "ms"),
-    "health_waited_share": ("/health waiting, of the run", "%"),
-    "total_s": ("the tickets took", "s"),
-    "provider_calls_at_once": ("provider calls at once (peak)", ""),
-    "connections_held": ("DB connections held through the AI wait (peak)", ""),
-    "loop_held_s": ("event loop held, in all", "s"),
-    "db_in_use_median": ("DB connections in use, median", ""),
-    "provider_in_flight_max": ("provider calls in flight (peak)", ""),
-}
 HELD_S = 1.0  # the event loop held this long in all, in spans of 0.1 s or more: worth saying, and the likely cause
-# The CPU of the API's process while its loop was held, in cores: a call that waits uses a percent or two; CPU work
-# all it gets, which on a busy machine (other processes on the cores) can be well under one core: 46% in one run.
-COMPUTING_CPU = 0.2
 # Why an API did not start (its one line begins with the exception's name) -> the hint.
 START_HINTS = dict.fromkeys(("SyntaxError", "IndentationError", "TabError"), "api-syntax-error")
 START_HINTS |= dict.fromkeys(("ImportError", "ModuleNotFoundError"), "api-import-error")
@@ -65,13 +41,10 @@ def lesson_checks(ctx: Context) -> list[Check]:
     if any(lesson.checks for lesson in chain):
         checks.append(Check("api", "the API starts with your settings", lambda _: check_api_starts(ctx), ("copy",)))
     for entry in (entry for lesson in chain for entry in lesson.checks):
-        if "setting" in entry:
-            run, timing = functools.partial(check_setting, ctx, entry), False
-        elif "log" in entry:
-            run, timing = functools.partial(check_log, ctx, entry), False
-        else:
-            run, timing = functools.partial(check_command, ctx, entry), True
-        checks.append(Check(entry["name"], entry["says"], run, ("api", *entry.get("needs", [])), timing))
+        check = check_setting if "setting" in entry else check_log if "log" in entry else check_command
+        run = functools.partial(check, ctx, entry)
+        needs = ("api", *entry.get("needs", []))
+        checks.append(Check(entry["name"], entry["says"], run, needs, timing=check is check_command))
     return checks
 
 
@@ -165,7 +138,7 @@ def check_command(ctx: Context, entry: dict, attempt: int) -> Result:
     held = run.figures["loop_held_s"] >= HELD_S
     if not wrong:
         result = passed([where] if where and held else [])
-        result.measured = "; ".join(_measured(e.key, run.figures.get(e.key)) for e in judged)
+        result.measured = "; ".join(measured_text(e.key, run.figures.get(e.key)) for e in judged)
         return result
     # A held event loop explains slow answers and tickets that do not overlap alike: its hint wins.
     hint_id = entry["held"] if held and "held" in entry else entry["figures"][wrong[0].key]
@@ -177,8 +150,8 @@ def check_command(ctx: Context, entry: dict, attempt: int) -> Result:
     given = [f"{n}={v} ({w})" for n, (v, w) in settings_given(ctx.project).items() if n != "DATABASE_URL"]
     reason += [f"your settings: {', '.join(given)}"] if given else []
     result = failed(
-        "; ".join(_shown(e) for e in wrong),
-        "; ".join(_measured(e.key, run.figures.get(e.key)) for e in wrong),
+        "; ".join(expected_text(e) for e in wrong),
+        "; ".join(measured_text(e.key, run.figures.get(e.key)) for e in wrong),
         hint_id,
         "\n".join(reason) or None,
         where=where or "",
@@ -203,53 +176,3 @@ def check_log(ctx: Context, entry: dict, attempt: int) -> Result:
     first = re.sub(r" id=\S+", "", differ[0])
     measured = f"{len(differ)} of {len(lines)} lines differ; the first: `{first}`"
     return failed(f"every line like `{shown}`", measured, "request-log", line=first)
-
-
-def where_held(run: Run) -> str | None:
-    """Where the event loop was held longest, in words, from loop_sampler's reports; None if it never was."""
-    if not run.held:
-        return None
-    places: dict[tuple, list[dict]] = {}
-    for report in run.held:
-        places.setdefault((report["file"], report["line"]), []).append(report)
-    reports = max(places.values(), key=lambda group: sum(report["ms"] for report in group))
-    first, longest = reports[0], max(report["ms"] for report in reports)
-    cpu = max(report["cpu"] or 0 for report in reports)
-    doing = f"computing (CPU {min(cpu, 1):.0%})" if cpu >= COMPUTING_CPU else f"waiting (CPU {cpu:.0%})"
-    text = (
-        f"the event loop was held by `{first['code']}` in {first['file']} line {first['line']} "
-        f"({first['function']}), {_times(len(reports))}, up to {readable_ms(longest)} at a time, {doing}"
-    )
-    inner = first.get("waiting_in")
-    if inner:
-        text += f"; under it, `{inner['code']}` in {inner['file']} line {inner['line']} ({inner['function']})"
-    return text
-
-
-def _times(count: int) -> str:
-    return "once" if count == 1 else f"{count} times"
-
-
-def _shown(e: Expectation) -> str:
-    label, unit = FIGURES.get(e.key, (e.key, ""))
-    if e.comparison == "equals":
-        return f"{label} {list(e.bounds)}"
-    if e.comparison == "to":
-        return f"{label} {_value(e.bounds[0], unit, bound=True)} to {_value(e.bounds[1], unit, bound=True)}"
-    return f"{label} {e.comparison} {_value(e.bounds[0], unit, bound=True)}"
-
-
-def _measured(key: str, value: object) -> str:
-    label, unit = FIGURES.get(key, (key, ""))
-    return f"{label} {value if value is None or isinstance(value, list) else _value(value, unit)}"
-
-
-def _value(value: object, unit: str, bound: bool = False) -> str:
-    """A figure with its unit: a bound as exact as lessons.toml gives it, a measurement rounded."""
-    if unit == "ms" and isinstance(value, int | float):
-        return f"{value / 1000:g} s" if bound and value >= 1000 else f"{value:g} ms" if bound else readable_ms(value)
-    if unit == "s" and isinstance(value, int | float):
-        return f"{value:g} s" if bound else f"{value:.1f} s"
-    if unit == "%" and isinstance(value, int | float):
-        return f"{value:.0%}"
-    return f"{value:g}" if isinstance(value, int | float) else str(value)

@@ -97,11 +97,11 @@ class CheckStack:
         speed = command_speed(command, CHECK_SPEED)
         with self.api(command.get("api_env", {}), speed) as api:
             logged = len(api.log_path.read_text(errors="replace"))
-            with Sampler(self.dsn, self.simulator(speed).url, HELD_AFTER_S * speed) as sampler:
+            with peaks_meanwhile(self.dsn, self.simulator(speed).url, HELD_AFTER_S * speed) as peaks:
                 figures = run_command(command, api.url, speed, cwd=PROJECT_ROOT, timeout_s=COMMAND_TIMEOUT_S)
             text = api.log_path.read_text(errors="replace")[logged:]
         held = loop_sampler.read_held(text)
-        figures |= sampler.peaks | {"loop_held_s": round(sum(report["ms"] for report in held) / 1000, 2)}
+        figures |= peaks | {"loop_held_s": round(sum(report["ms"] for report in held) / 1000, 2)}
         return Run(figures, held, text.splitlines())
 
     def close(self) -> None:
@@ -111,39 +111,32 @@ class CheckStack:
         self.simulators.clear()
 
 
-class Sampler:
-    """While a block runs: the simulator's calls in flight and the API's connections held, at their peaks."""
+@contextmanager
+def peaks_meanwhile(dsn: str, simulator_url: str, held_after_s: float) -> Iterator[dict[str, int]]:
+    """While the block runs: the simulator's calls in flight and the API's connections held, at their peaks."""
+    peaks = {"provider_calls_at_once": 0, "connections_held": 0}
+    stop, failures = threading.Event(), []
 
-    def __init__(self, dsn: str, simulator_url: str, held_after_s: float):
-        self.dsn, self.simulator_url, self.held_after_s = dsn, simulator_url, held_after_s
-        self.peaks = {"provider_calls_at_once": 0, "connections_held": 0}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, name="check-sampler", daemon=True)
-        self._error: Exception | None = None
-
-    def __enter__(self) -> "Sampler":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._stop.set()
-        self._thread.join(10)
-        if self._error is not None:
-            raise CommandError(f"could not watch PostgreSQL and the simulator: {self._error}")
-
-    def _sample(self) -> None:
+    def sample() -> None:
         try:
-            with connect(self.dsn, autocommit=True) as conn, httpx.Client() as client:
-                while not self._stop.wait(SAMPLE_EVERY_S):
-                    stats = read_simulator_stats(client.get(f"{self.simulator_url}/admin/stats", timeout=5))
-                    held = connections_held(conn, self.held_after_s)
-                    self._peak("provider_calls_at_once", stats["in_flight"])
-                    self._peak("connections_held", held)
+            with connect(dsn, autocommit=True) as conn, httpx.Client() as client:
+                while not stop.wait(SAMPLE_EVERY_S):
+                    stats = read_simulator_stats(client.get(f"{simulator_url}/admin/stats", timeout=5))
+                    held = connections_held(conn, held_after_s)
+                    peaks["provider_calls_at_once"] = max(peaks["provider_calls_at_once"], stats["in_flight"])
+                    peaks["connections_held"] = max(peaks["connections_held"], held)
         except (psycopg.Error, StartupError, httpx.HTTPError, KeyError, ValueError) as exc:
-            self._error = exc
+            failures.append(exc)
 
-    def _peak(self, key: str, value: int) -> None:
-        self.peaks[key] = max(self.peaks[key], value)
+    thread = threading.Thread(target=sample, name="check-sampler", daemon=True)
+    thread.start()
+    try:
+        yield peaks
+    finally:
+        stop.set()
+        thread.join(10)
+    if failures:
+        raise CommandError(f"could not watch PostgreSQL and the simulator: {failures[0]}")
 
 
 TRACEBACK_FILE = re.compile(r'^\s*File "(.+)", line (\d+)')

@@ -7,6 +7,7 @@ import operator
 import subprocess
 import sys
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -74,13 +75,14 @@ class Expectation:
             return self.bounds[0] <= actual <= self.bounds[1]
         return COMPARISONS[self.comparison](actual, self.bounds[0])
 
-    def shown(self) -> str:
-        """`< 20`, `15 to 22`, `[201]`: as lessons.toml words it, scaled."""
+    def shown(self, bound: Callable[[float], str] = "{:g}".format) -> str:
+        """`< 20`, `15 to 22`, `[201]`: as lessons.toml words it, scaled; `bound` writes a bound (scripts.check's
+        with its unit)."""
         if self.comparison == "equals":
             return str(list(self.bounds))
         if self.comparison == "to":
-            return f"{self.bounds[0]:g} to {self.bounds[1]:g}"
-        return f"{self.comparison} {self.bounds[0]:g}"
+            return f"{bound(self.bounds[0])} to {bound(self.bounds[1])}"
+        return f"{self.comparison} {bound(self.bounds[0])}"
 
 
 def expectation(key: str, wanted: object, speed: float) -> Expectation:

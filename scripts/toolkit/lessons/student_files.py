@@ -58,16 +58,8 @@ def is_command(file: Path) -> bool:
 WHOLE_FOLDERS = ("ticket_api", "simulator", "locustfiles")
 FILES = ("pyproject.toml", ".env.example", ".gitignore")
 LESSON_SCRIPTS = ("scripts/db.py", "scripts/stall.py", "scripts/burst.py")
-LAB_DOCS = {"ticket_api/README.md"}
-NOT_THE_PROJECT = {
-    "__pycache__",
-    ".mypy_cache",
-    ".ruff_cache",
-    ".pytest_cache",
-    ".lab",
-    ".venv",
-    ".env",
-}  # the lab's own notes on the API: measurements, reliability
+LAB_DOCS = {"ticket_api/README.md"}  # the lab's own notes on the API: measurements, reliability
+NOT_THE_PROJECT = {"__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache", ".lab", ".venv", ".env"}
 OWN_README = "README.md"  # each snapshot has its own, written for the student's project at that point
 
 

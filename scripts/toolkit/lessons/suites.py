@@ -14,6 +14,7 @@ from scripts.toolkit.running.processes import run_to_completion
 
 SUITE_TIMEOUT_S = 900
 COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?)")
+SINGULAR = {"errors": "error", "warnings": "warning"}  # a count's word, whatever the number
 # pytest's short summary (-rfE): "FAILED tests/test_x.py::test_y - AssertionError: ...", "ERROR tests/test_z.py - ..."
 SHORT_SUMMARY = re.compile(r"^(FAILED|ERROR) (\S+)(?: - (.*))?$")
 # Nothing of the run is written into the project: no bytecode, no pytest cache.
@@ -43,7 +44,7 @@ def run_suite(project: Path, env: dict[str, str] | None = None, timeout_s: float
     if not lines:
         return SuiteRun(f"no output (exit {result.returncode}): {result.stderr.strip()[-300:]}")
     summary = lines[-1]
-    counts = {_singular(word): int(number) for number, word in COUNT.findall(summary)}
+    counts = {SINGULAR.get(word, word): int(number) for number, word in COUNT.findall(summary)}
     failures = []
     for line in lines:
         match = SHORT_SUMMARY.match(line)
@@ -63,7 +64,3 @@ def _pytest(
 ) -> subprocess.CompletedProcess:
     argv = [sys.executable, "-m", "pytest", *args]
     return run_to_completion(argv, project, {**os.environ, **NO_TRACES, **(env or {})}, timeout_s)
-
-
-def _singular(word: str) -> str:
-    return {"errors": "error", "warnings": "warning"}.get(word, word)

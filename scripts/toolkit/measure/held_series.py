@@ -6,7 +6,7 @@ the API's GET /metrics; the simulator's GET /admin/stats. A probe still waiting 
 an answer: its series get no value meanwhile, and /health's shows how long it has been waiting.
 Every tick (0.2 s), one row takes the latest value of every series; the last WINDOW_S seconds are kept.
 /health is asked twice a tick, the others once: 15 small requests a second to the API at the page's
-0.2 s, 6 at a recording's 0.5 s (`watched`, `recorded_in_thread`: scripts.compare and scripts.capacity).
+0.2 s, 6 at a recording's 0.5 s (`recorded_in_thread`: scripts.compare and scripts.capacity).
 """
 
 import asyncio
@@ -14,9 +14,9 @@ import contextlib
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
 
@@ -41,8 +41,6 @@ LINGER_TICKS = 2
 WINDOW_S = 60.0
 NO_ANSWER_S = 0.5  # a probe waiting longer than this counts as "no answer"
 TIMEOUT_S = 30.0  # a probe given up after this; the next one starts at once
-
-T = TypeVar("T")
 
 
 class Probe:
@@ -181,40 +179,20 @@ class Watcher:
         }
 
 
-@contextlib.asynccontextmanager
-async def watching(
-    api_url: str, simulator_url: str, window_s: float = WINDOW_S, tick_s: float = TICK_S
-) -> AsyncIterator[Watcher]:
-    """A Watcher probing in the background for the length of the block."""
-    watcher = Watcher(api_url.rstrip("/"), simulator_url.rstrip("/"), window_s, tick_s)
-    task = asyncio.create_task(watcher.run())
-    try:
-        yield watcher
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-
-
 def record_tick_s(speed: float) -> float:
     """A recording's tick for the simulator's `speed` (0.05: twenty times faster): shorter with it, 0.1 s at least."""
     return max(0.1, RECORD_TICK_S * min(speed, 1.0))
 
 
-async def watched(
-    work: Awaitable[T], api_url: str, simulator_url: str, tick_s: float = RECORD_TICK_S
-) -> tuple[T, dict[str, Any]]:
-    """Await `work` while a Watcher records what the server holds (a row every `tick_s`); its result and recording()."""
-    async with watching(api_url, simulator_url, window_s=float("inf"), tick_s=tick_s) as watcher:
-        result = await work
-        await asyncio.sleep(LINGER_TICKS * tick_s)
-    return result, recording(watcher.rows(), watcher.tick_s, watcher.header)
-
-
 @contextlib.contextmanager
-def recorded_in_thread(api_url: str, simulator_url: str, tick_s: float = RECORD_TICK_S) -> Iterator[dict[str, Any]]:
-    """Record what the server holds during a block that blocks (a Locust run): the dict gets recording() at its end."""
+def recorded_in_thread(api_url: str, simulator_url: str, speed: float, record: bool = True) -> Iterator[dict[str, Any]]:
+    """Record what the server holds during a block, from a thread of its own (the block may block: a Locust run), a
+    row every record_tick_s(speed): the dict gets recording() at its end; it stays empty without `record`."""
     held: dict[str, Any] = {}
+    if not record:
+        yield held
+        return
+    tick_s = record_tick_s(speed)
     with watching_in_thread(api_url, simulator_url, window_s=float("inf"), tick_s=tick_s) as watcher:
         yield held
         time.sleep(LINGER_TICKS * tick_s)

@@ -54,6 +54,7 @@ def report(
 ) -> str:
     """The table, the CPU per ticket, the API beside the reference, wrk beside the bench, and the targets."""
     ticket_ms = sum(recorded_ms.values())
+    bench = [lv for lv in levels if lv.generator == "bench"]  # the rows of the bench's own generator
     parts = " + ".join(f"{op} {ms:,.1f}" for op, ms in recorded_ms.items())
     lines = [
         f"event loop: {loop}; limit = users ÷ T, T = {ticket_ms:,.1f} ms, the recording's mean AI time per ticket "
@@ -66,8 +67,7 @@ def report(
                 [name(lv), lv.users, lv.api_processes, lv.tickets, f"{lv.tickets_per_s:.2f}", f"{lv.limit:.2f}"]
                 + [f"{lv.fraction:.1%}", f"{lv.fraction_error:.1%}", f"{lv.p50_ms:,.0f}", f"{lv.p95_ms:,.0f}"]
                 + [f"{lv.health_p99_ms:.1f}", lv.failed]
-                for lv in levels
-                if lv.generator == "bench"
+                for lv in bench
             ],
         ),
         "",
@@ -78,8 +78,7 @@ def report(
             [
                 [name(lv), lv.users, lv.api_processes, *(f"{ms:.2f}" for ms in lv.cpu_ms_per_ticket.values())]
                 + [f"{sum(lv.cpu_ms_per_ticket.values()):.2f}", f"{lv.generator_share:.1%}"]
-                for lv in levels
-                if lv.generator == "bench"
+                for lv in bench
             ],
         ),
         "",
@@ -157,51 +156,30 @@ def name(level: Level) -> str:
 
 def verdicts(ours: dict[int, Level], checks: list[Level], references: dict[int, Level]) -> list[str]:
     """PASS or FAIL for each target, and for wrk's agreement, at the levels that ran."""
-    lines = []
+    judged = []  # (the target, whether it holds, the measured figure)
     for users, share in TARGETS.items():
         if users in ours:
-            lines.append(
-                _verdict(
-                    f"{users} users >= {share:.0%} of the limit",
-                    ours[users].fraction >= share,
-                    f"{ours[users].fraction:.1%}",
-                )
-            )
+            fraction = ours[users].fraction
+            judged.append((f"{users} users >= {share:.0%} of the limit", fraction >= share, f"{fraction:.1%}"))
     if REFERENCE_USERS in ours and REFERENCE_USERS in references:
         figures = beside_reference(ours[REFERENCE_USERS], references[REFERENCE_USERS])
         at = f"at {REFERENCE_USERS} users"
         ratio = figures["tickets/s"][0] / figures["tickets/s"][1]
-        lines.append(
-            _verdict(f"tickets/s {at} >= {AT_LEAST_OF_REFERENCE} x the reference's", ratio >= AT_LEAST_OF_REFERENCE,
-                     f"{ratio:.2f}")
-        )  # fmt: skip
+        what = f"tickets/s {at} >= {AT_LEAST_OF_REFERENCE} x the reference's"
+        judged.append((what, ratio >= AT_LEAST_OF_REFERENCE, f"{ratio:.2f}"))
         for figure, most in AT_MOST_OF_REFERENCE.items():
             ratio = figures[figure][0] / figures[figure][1]
-            lines.append(_verdict(f"{figure} {at} <= {most} x the reference's", ratio <= most, f"{ratio:.2f}"))
+            judged.append((f"{figure} {at} <= {most} x the reference's", ratio <= most, f"{ratio:.2f}"))
     if GENERATOR_USERS in ours:
         share = ours[GENERATOR_USERS].generator_share
-        lines.append(
-            _verdict(
-                f"the generator's CPU per ticket at {GENERATOR_USERS} users <= {GENERATOR_SHARE:.0%} of the API's",
-                share <= GENERATOR_SHARE,
-                f"{share:.1%}",
-            )
-        )
+        what = f"the generator's CPU per ticket at {GENERATOR_USERS} users <= {GENERATOR_SHARE:.0%} of the API's"
+        judged.append((what, share <= GENERATOR_SHARE, f"{share:.1%}"))
     for check in checks:
         if check.users in WRK_AGREEMENT:
             gap = abs(check.bench_fraction - check.fraction) / check.fraction
-            lines.append(
-                _verdict(
-                    f"wrk and the bench agree within {WRK_AGREEMENT[check.users]:.0%} at {check.users} users",
-                    gap <= WRK_AGREEMENT[check.users],
-                    f"{gap:.1%} apart",
-                )
-            )
-    return lines
-
-
-def _verdict(what: str, ok: bool, measured: str) -> str:
-    return f"  {'PASS' if ok else 'FAIL'}  {what}: {measured}"
+            what = f"wrk and the bench agree within {WRK_AGREEMENT[check.users]:.0%} at {check.users} users"
+            judged.append((what, gap <= WRK_AGREEMENT[check.users], f"{gap:.1%} apart"))
+    return [f"  {'PASS' if ok else 'FAIL'}  {what}: {measured}" for what, ok, measured in judged]
 
 
 def machine() -> str:

@@ -1,13 +1,12 @@
 """scripts.capacity's rows: the medians of each mode and users level over its passes, the table beside the course's
 figures, and the files (JSON, CSV, the chart, what the server held)."""
 
-import csv
-import json
 from pathlib import Path
 
 from scripts.toolkit.cli import format_table
 from scripts.toolkit.measure.quantiles import medians
 from scripts.toolkit.reports import charts, course_figures
+from scripts.toolkit.reports.compare_table import write_figures
 from scripts.toolkit.reports.held_chart import draw_held
 
 # The figures of a run that a row gives as their median over the passes.
@@ -95,13 +94,9 @@ def write_files(folder: Path, rows: list[dict], runs: list[dict], speed: float, 
 
     One held chart per mode and users level: of its median pass by tickets per second.
     """
-    paths = [folder / "capacity.json", folder / "capacity.csv"]
-    paths[0].write_text(json.dumps({"speed": speed, "rows": rows, "runs": runs}, indent=2))
     columns = ["mode", "users", "passes", "failures", *FIGURES]
-    with open(paths[1], "w", newline="") as file:
-        writer = csv.writer(file)
-        writer.writerow(columns)
-        writer.writerows([row[column] for column in columns] for row in rows)
+    table = [[row[column] for column in columns] for row in rows]
+    paths = write_figures(folder, "capacity", {"speed": speed, "rows": rows, "runs": runs}, columns, table)
     if draw:
         paths.append(folder / "capacity.svg")
         note = "" if speed == 1 else f" (speed {speed:g})"

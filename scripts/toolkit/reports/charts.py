@@ -28,7 +28,10 @@ def can_draw(what: str) -> bool:
 
 
 CALLS = (("classify", "#08519c"), ("draft", "#3182bd"), ("embed", "#9ecae1"))  # do_ai_work's calls, in order
-WAITING_COLOR, HEALTH_COLOR, UNKNOWN_COLOR = "0.45", "tab:orange", "0.8"
+WAITING: dict[str, Any] = dict(facecolor="white", edgecolor="0.45", hatch="///")  # a ticket waiting for the server
+# A ticket whose answer did not say when the provider worked: no answer, no AI work, or a provider without HTTP.
+UNKNOWN: dict[str, Any] = dict(color="0.8")
+HEALTH_LINE: dict[str, Any] = dict(color="tab:orange", lw=6, marker="|", markersize=16, markeredgewidth=2)  # /health
 
 
 def draw_timeline(result: dict, path: str, title: str | None = None) -> None:
@@ -40,14 +43,7 @@ def draw_timeline(result: dict, path: str, title: str | None = None) -> None:
         draw_ticket(axes, row, ticket)
     for probe in result["probes"]:
         axes.plot(
-            [probe["start_s"], probe["start_s"] + probe["ms"] / 1000],
-            [0, 0],
-            color=HEALTH_COLOR,
-            lw=6,
-            solid_capstyle="butt",
-            marker="|",
-            markersize=16,
-            markeredgewidth=2,
+            [probe["start_s"], probe["start_s"] + probe["ms"] / 1000], [0, 0], solid_capstyle="butt", **HEALTH_LINE
         )
     axes.set_yticks(range(len(runs) + 1), ["GET /health"] + [f"ticket {t['ticket']}" for t in runs])
     axes.invert_yaxis()
@@ -79,13 +75,8 @@ def draw_timeline(result: dict, path: str, title: str | None = None) -> None:
 def draw_ticket(axes: Any, row: int, ticket: dict) -> None:
     """One ticket: hatched from sent to answered, its provider calls solid on top, its outcome after it."""
     number, calls = ticket["ticket"], ticket["provider_calls"]
-    whole = {"left": ticket["start_s"], "height": 0.6, "gid": f"ticket-{number}"}
-    if calls:
-        axes.barh(
-            row, ticket["end_s"] - ticket["start_s"], facecolor="white", edgecolor=WAITING_COLOR, hatch="///", **whole
-        )
-    else:  # the answer did not say when the provider worked: no answer, no AI work, or a provider without HTTP
-        axes.barh(row, ticket["end_s"] - ticket["start_s"], color=UNKNOWN_COLOR, **whole)
+    whole = {"left": ticket["start_s"], "height": 0.6, "gid": f"ticket-{number}", **(WAITING if calls else UNKNOWN)}
+    axes.barh(row, ticket["end_s"] - ticket["start_s"], **whole)
     for index, (start_s, end_s) in enumerate(calls):
         axes.barh(
             row,
@@ -112,12 +103,10 @@ def legend_handles(without_calls: bool) -> list:
     from matplotlib.patches import Patch
 
     handles: list[Artist] = [Patch(color=color, label=f"provider: {name}") for name, color in CALLS]
-    handles.append(Patch(facecolor="white", edgecolor=WAITING_COLOR, hatch="///", label="waiting for the server"))
-    handles.append(
-        Line2D([], [], color=HEALTH_COLOR, lw=6, marker="|", markersize=16, markeredgewidth=2, label="GET /health")
-    )
+    handles.append(Patch(label="waiting for the server", **WAITING))
+    handles.append(Line2D([], [], label="GET /health", **HEALTH_LINE))
     if without_calls:
-        handles.append(Patch(color=UNKNOWN_COLOR, label="answer without X-Provider-Calls"))
+        handles.append(Patch(label="answer without X-Provider-Calls", **UNKNOWN))
     return handles
 
 
@@ -127,7 +116,7 @@ MODE_COLORS = {"blocking": "tab:red", "async": "tab:green", "thread": "tab:blue"
 def draw_health_medians(rows: list[dict], path: str, note: str = "") -> None:
     """Bars of the /health median per mode, measured beside the course's, on a log scale so 3 ms shows next to 9 s."""
     plt = load_pyplot()
-    figure, axes = plt.subplots(figsize=(7, 4.2))
+    figure, axes = plt.subplots(figsize=(7, 4.2), layout="tight")
     width = 0.38
     for x, row in enumerate(rows):
         color = MODE_COLORS.get(row["mode"], "tab:gray")
@@ -143,15 +132,8 @@ def draw_health_medians(rows: list[dict], path: str, note: str = "") -> None:
         for left, value, style, label in bars:
             if value is None:
                 continue
-            axes.bar(left, value, width, **style)
-            axes.annotate(
-                f"{readable_ms(value)}\n{label}",
-                (left, value),
-                xytext=(0, 3),
-                textcoords="offset points",
-                ha="center",
-                va="bottom",
-                fontsize=8,
+            axes.bar_label(
+                axes.bar(left, value, width, **style), [f"{readable_ms(value)}\n{label}"], padding=3, fontsize=8
             )
     axes.set_yscale("log")
     axes.set_ylim(0.5, 60_000)
@@ -163,7 +145,6 @@ def draw_health_medians(rows: list[dict], path: str, note: str = "") -> None:
     axes.set_xlabel("INTAKE_MODE")
     axes.set_ylabel("median time of GET /health (log scale)")
     axes.set_title(f"GET /health while 8 tickets are created, 4 at a time{note}", fontsize=10)
-    figure.tight_layout()
     figure.savefig(path)
     plt.close(figure)
 
@@ -174,7 +155,7 @@ def draw_capacity(rows: list[dict], path: str, note: str = "") -> None:
     levels = sorted({row["users"] for row in rows})
     modes = list(dict.fromkeys(row["mode"] for row in rows))
     width = 0.8 / len(modes)
-    figure, axes = plt.subplots(figsize=(max(6, 2.2 * len(levels) + 2), 4.2))
+    figure, axes = plt.subplots(figsize=(max(6, 2.2 * len(levels) + 2), 4.2), layout="tight")
     limit_label: str | None = "Little's-law limit: users ÷ provider time per ticket"
     for group, users in enumerate(levels):
         for index, mode in enumerate(modes):
@@ -209,6 +190,5 @@ def draw_capacity(rows: list[dict], path: str, note: str = "") -> None:
     axes.set_ylabel("successful tickets per second")
     axes.set_title(f"Closed-loop Locust load per INTAKE_MODE{note}", fontsize=10)
     axes.legend(fontsize=8, loc="upper center", ncol=2)
-    figure.tight_layout()
     figure.savefig(path)
     plt.close(figure)

@@ -1,5 +1,5 @@
 """scripts.compare's rows: the median pass of each mode beside the course's figures, the table, and the files (JSON,
-CSV, the charts, what the server held)."""
+CSV, the charts, what the server held); the JSON and CSV written as scripts.capacity writes its own."""
 
 import csv
 import json
@@ -82,26 +82,26 @@ def render(rows: list[dict], passes: int, speed: float) -> str:
     return title + "\n" + format_table(headers, lines)
 
 
+def write_figures(folder: Path, name: str, everything: dict, headers: list[str], rows: list[list]) -> list[Path]:
+    """NAME.json (`everything`) and NAME.csv (the table of `headers` and `rows`) in `folder`: their paths."""
+    paths = [folder / f"{name}.json", folder / f"{name}.csv"]
+    paths[0].write_text(json.dumps(everything, indent=2))
+    with open(paths[1], "w", newline="") as file:
+        csv.writer(file).writerows([headers, *rows])
+    return paths
+
+
 def write_files(folder: Path, rows: list[dict], runs: dict, speed: float, draw: bool) -> list[str]:
     """compare.json (everything), compare.csv (the table), the chart, one timeline per mode and what it held.
 
     The timeline and the held chart draw the same pass: the median one by the tickets' total time.
     """
-    written = [folder / "compare.json", folder / "compare.csv"]
-    written[0].write_text(json.dumps({"speed": speed, "rows": rows, "runs": runs}, indent=2))
-    with open(written[1], "w", newline="") as file:
-        writer = csv.writer(file)
-        writer.writerow(["mode", "loop", "passes", *FIGURES, *(f"course_{figure}" for figure in FIGURES)])
-        for row in rows:
-            writer.writerow(
-                [
-                    row["mode"],
-                    row["loop"],
-                    row["passes"],
-                    *(row[f] for f in FIGURES),
-                    *(row["course"][f] for f in FIGURES),
-                ]
-            )
+    headers = ["mode", "loop", "passes", *FIGURES, *(f"course_{figure}" for figure in FIGURES)]
+    table = [
+        [row["mode"], row["loop"], row["passes"], *(row[f] for f in FIGURES), *(row["course"][f] for f in FIGURES)]
+        for row in rows
+    ]
+    written = write_figures(folder, "compare", {"speed": speed, "rows": rows, "runs": runs}, headers, table)
     if draw:
         note = "" if speed == 1 else f" (speed {speed:g})"
         written.append(folder / "health-medians.svg")

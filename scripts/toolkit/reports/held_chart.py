@@ -3,6 +3,7 @@
 Root-only, like the watcher: scripts.compare and scripts.capacity draw one chart per run.
 """
 
+import functools
 from typing import Any
 
 from scripts.toolkit.cli import readable_ms
@@ -12,6 +13,7 @@ from scripts.toolkit.reports.charts import load_pyplot
 NO_ANSWER_COLOR = (0.86, 0, 0, 0.13)  # the live page's shading
 OUTCOME_COLORS = {"created": "#2a9d3a", "db_busy": "#8e44ad", "ai_busy": "#e07b00"}
 WORKER_COLORS = ("#c0392b", "#1f5fbf", "#e07b00", "#2a9d3a", "#7f8c8d", "#16a085")  # the live page's, in its order
+BESIDE = {"loc": "upper left", "bbox_to_anchor": (1.0, 1.0), "fontsize": 9, "frameon": False}  # a panel's legend
 
 
 def draw_held(held: dict, path: str, title: str) -> None:
@@ -36,12 +38,13 @@ def draw_held(held: dict, path: str, title: str) -> None:
     def series(key: str) -> list[float]:
         if key.startswith("worker "):  # one worker's lag, of several
             values = [(row.get("lag_s_by_worker") or {}).get(key.removeprefix("worker ")) for row in rows]
+        elif key in outcomes:  # tickets per second of one outcome, 0 where the others had some
+            values = [row["tickets_per_s"].get(key, 0.0) if row.get("tickets_per_s") else None for row in rows]
         else:
             values = [row.get(key) for row in rows]
         return [float("nan") if value is None else value for value in values]
 
-    def most(key: str) -> str:
-        return _most(peaks, key)
+    most = functools.partial(_most, peaks)
 
     def seconds(value: float | None) -> str:
         return "-" if value is None else readable_ms(value * 1000)
@@ -117,12 +120,7 @@ def draw_held(held: dict, path: str, title: str) -> None:
             axes.axvspan(at - tick, at, color=NO_ANSWER_COLOR, lw=0)
         top = {"seconds": 0.05, "count": 4, "per second": 4, "by outcome": 2}[unit]
         for key, label, color, style in lines:
-            if unit == "by outcome":
-                values = [
-                    float("nan") if not row.get("tickets_per_s") else row["tickets_per_s"].get(key, 0.0) for row in rows
-                ]
-            else:
-                values = series(key)
+            values = series(key)
             # steps: a gauge keeps its value until the next sample; dots: a sample between gaps still shows
             axes.plot(
                 t,
@@ -144,18 +142,13 @@ def draw_held(held: dict, path: str, title: str) -> None:
         axes.set_title(panel_title, loc="left", fontsize=11)
         axes.grid(alpha=0.3)
         if len(lines) > 1 or unit == "by outcome":
-            axes.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=9, frameon=False)
+            axes.legend(**BESIDE)
     axes_list[-1].set_xlabel(
         f"seconds since the recording started (a sample every {tick:g} s)",
         fontsize=11,
     )
-    axes_list[0].legend(
-        handles=[Patch(color=NO_ANSWER_COLOR, label="no answer from the API\n(its own gauges unread)")],
-        loc="upper left",
-        bbox_to_anchor=(1.0, 1.0),
-        fontsize=9,
-        frameon=False,
-    )
+    no_answer = Patch(color=NO_ANSWER_COLOR, label="no answer from the API\n(its own gauges unread)")
+    axes_list[0].legend(handles=[no_answer], **BESIDE)
     header = held.get("header") or {}
     how = ", ".join(
         f"{name} {header[key]}"
@@ -176,8 +169,7 @@ def _most(peaks: dict[str, Any], key: str) -> str:
 def describe_peaks(peaks: dict[str, Any]) -> str:
     """A recording's peaks in one progress line."""
 
-    def most(key: str) -> str:
-        return _most(peaks, key)
+    most = functools.partial(_most, peaks)
 
     def seconds(key: str) -> str:
         value = peaks.get(f"{key}_max")

@@ -112,11 +112,12 @@ def run_to_completion(
     exception goes on (subprocess.TimeoutExpired for the timeout).
     """
     process = start_process(argv, cwd, env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        stdout, stderr = process.communicate(timeout=timeout_s)
-    except BaseException:
-        stop_process(process, graceful=False)
-        raise
+    with process:  # its pipes closed however it ends
+        try:
+            stdout, stderr = process.communicate(timeout=timeout_s)
+        except BaseException:
+            stop_process(process, graceful=False)
+            raise
     return subprocess.CompletedProcess(argv, process.returncode, stdout, stderr)
 
 

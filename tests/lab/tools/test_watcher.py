@@ -1,7 +1,6 @@
 """The watcher's sampler: the largest lag read from the histogram, rows marked "no answer" while the API hangs,
 and a recording's peaks and chart (what scripts.compare and scripts.capacity draw)."""
 
-import asyncio
 import dataclasses
 import socket
 import threading
@@ -10,7 +9,7 @@ import time
 import httpx
 import pytest
 
-from scripts.toolkit.measure.held_series import NO_ANSWER_S, record_tick_s, watching, watching_in_thread
+from scripts.toolkit.measure.held_series import NO_ANSWER_S, record_tick_s, watching_in_thread
 from scripts.toolkit.measure.rates import GAUGES, interval_figures, lag_between, read_scrape
 from scripts.toolkit.reports.held_chart import draw_held, peaks
 from scripts.toolkit.running.processes import free_port
@@ -65,16 +64,13 @@ def test_connections_lent_between_two_looks_are_seen_though_none_was_in_use_at_e
 
 @pytest.mark.timing
 def test_rows_say_no_answer_while_the_api_hangs_or_is_down():
-    async def watch_a_hanging_api() -> list[dict]:
-        with socket.socket() as hanging:  # accepts connections, never answers
-            hanging.bind(("127.0.0.1", 0))
-            hanging.listen()
-            api = f"http://127.0.0.1:{hanging.getsockname()[1]}"
-            async with watching(api, f"http://127.0.0.1:{free_port()}") as watcher:
-                await asyncio.sleep(1.5)
-                return watcher.rows()
-
-    rows = asyncio.run(watch_a_hanging_api())
+    with socket.socket() as hanging:  # accepts connections, never answers
+        hanging.bind(("127.0.0.1", 0))
+        hanging.listen()
+        api = f"http://127.0.0.1:{hanging.getsockname()[1]}"
+        with watching_in_thread(api, f"http://127.0.0.1:{free_port()}") as watcher:
+            time.sleep(1.5)
+        rows = watcher.rows()
     assert len(rows) >= 6  # five rows a second
     late = [row for row in rows if row["t"] > NO_ANSWER_S + 0.2]
     assert late and all(not row["api_answers"] for row in late)

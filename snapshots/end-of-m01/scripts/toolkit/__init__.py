@@ -4,8 +4,8 @@ Its folders are its map, one concern each, and each folder's __init__.py names i
 holds the code to both). A student's project holds the modules at this top, and of running/ the process runner and
 the lab's services: the lessons' scripts and the student suite use them.
 
-- cli: one-line errors, exit codes, SIGTERM as Ctrl+C (`run`), progress lines and their Clock, argparse types,
-  plain-text tables
+- cli: one-line errors, exit codes, SIGTERM as Ctrl+C (`run`), a command's parser, progress lines and their Clock,
+  argparse types, plain-text tables
 - health: the one /health prober (`probe_health`), `check_api`, `is_healthy`
 - answers: the API's error codes, Server-Timing and X-Provider-Calls, `describe_failure`
 - metrics: the one reader of GET /metrics (prometheus-client's parser): `read_metrics`, `metric_totals`
