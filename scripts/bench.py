@@ -2,17 +2,17 @@
 
 (It benchmarks the API; `python -m scripts.simulator_bench` benchmarks the simulator alone.)
 
-A ticket cannot finish faster than its three provider calls, so with N users each creating
-tickets back to back no design beats N ÷ T tickets per second, T being the mean of the recorded
-latencies the simulator replays (classify + draft + embed; it picks recorded calls at random).
-The bench drives async intake at 8, 32, 128, 256, 512 and 1,024 users against one API process,
-at 512 and 1,024 against two (uvicorn --workers 2: its CPU is every worker's), and thread intake at 128, all on this machine: load generator,
-simulator (speed 1, quota off), PostgreSQL and API together. Each user keeps one connection
-(toolkit.load.closed_loop's closed loop, on aiohttp) and sends its next ticket as soon as the last answered;
-their first tickets go out spread evenly over one T. Each level prints tickets per second (users
-÷ mean ticket time × the share of 201s: Little's law), the limit and the fraction, latencies,
-/health's p99 and the CPU each process spent per ticket (the generator's beside the API's), and
-checks the targets.
+A ticket cannot finish faster than its three provider calls, so with N users each creating tickets
+back to back no design beats N ÷ T tickets per second, T being the mean of the recorded latencies
+the simulator replays (classify + draft + embed; it picks recorded calls at random). The bench
+drives async intake at 8, 32, 128, 256, 512 and 1,024 users against one API process, at 512 and
+1,024 against two (uvicorn --workers 2: its CPU is every worker's), and thread intake at 128, all on
+this machine: load generator, simulator (speed 1, quota off), PostgreSQL and API together. Each user
+keeps one connection (toolkit.load.closed_loop's closed loop, on aiohttp) and sends its next ticket
+as soon as the last answered; their first tickets go out spread evenly over one T. Each level prints
+tickets per second (users ÷ mean ticket time × the share of 201s: Little's law), the limit and the
+fraction, latencies, /health's p99 and the CPU each process spent per ticket (the generator's beside
+the API's), and checks the targets.
 
 Where the CPU binds (256 users and more), how far one process gets depends on the hour of the
 machine: the same code has spent 2.2 times the CPU per ticket in a slow hour. So at 256 and 512

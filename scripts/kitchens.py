@@ -26,7 +26,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import psutil
 
@@ -36,6 +35,7 @@ from scripts.stall import measure_stall
 from scripts.toolkit.cli import (
     Clock,
     CommandError,
+    command_parser,
     output_folder,
     parse_levels,
     positive_float,
@@ -58,12 +58,8 @@ GENERATORS = ("python", "wrk", "wrk, new connections")  # the last sends each re
 
 def main() -> int:
     """Run the parts asked for, print the report, write kitchens.json; exit code 1 if the 512-user target failed."""
-    parser = argparse.ArgumentParser(
-        prog="python -m scripts.kitchens",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="Exit codes: 0 done, 1 the 512-user target failed, 2 a start-up failed or bad arguments.",
-    )
+    exits = "Exit codes: 0 done, 1 the 512-user target failed, 2 a start-up failed or bad arguments."
+    parser = command_parser("python -m scripts.kitchens", __doc__, exits)
     parser.add_argument("--parts", type=parts_list, default=list(PARTS), help="e.g. io,stall (default all)")
     parser.add_argument(
         "--users", type=parse_levels, default=[256, 512, 1024], help="io's users (default 256,512,1024)"
@@ -86,7 +82,7 @@ def main() -> int:
             if "stall" in args.parts:
                 result["stall"] = stall_rows(stack, args.passes, clock)
     if "cpu" in args.parts:
-        result["cpu"] = cpu_rows(args.cpu_seconds, args.clients, folder / "logs", clock)
+        result["cpu"] = cpu_rows(args.cpu_seconds, args.clients, clock)
     result["verdicts"] = verdicts(result.get("io", {}))
     print(report(result))
     if "io" in result:
@@ -124,12 +120,11 @@ def most_at_once(intervals: list[list[float]], slack_s: float = 0.05) -> int:
     return most
 
 
-def cpu_rows(seconds: float, clients: int, log_dir: Path, clock: Clock) -> list[dict]:
+def cpu_rows(seconds: float, clients: int, clock: Clock) -> list[dict]:
     """/cpu/def on one worker and on two, each driven by the lab's Python generator and by wrk."""
     rows = []
     for workers in (1, 2):
-        app_settings = ExperimentSettings()
-        with started(experiment_app(app_settings, workers=workers, log_dir=log_dir / f"cpu-{workers}")) as app:
+        with started(experiment_app(ExperimentSettings(), workers=workers)) as app:
             for generator in GENERATORS:
                 progress(f"[{clock}] cpu, {CPU_PATH} on {workers} worker(s), {clients} {generator} clients ...")
                 figures = cpu_window(app, generator, seconds, clients)

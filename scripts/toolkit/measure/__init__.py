@@ -4,6 +4,7 @@
 - profile: py-spy's samples of the API
 - rates: what /metrics says between two scrapes (the loop's lag, tickets and connections per second), the
   watchdog's lines of the same window, the simulator's stats
-- held_series: what the server holds, several times a second (scripts.watch live; compare and capacity recorded)
+- held_series: what the server holds, several times a second (scripts.watch live; compare and capacity recorded),
+  and a recording's peaks
 - quantiles: the one quantile function, and medians over passes
 """

@@ -31,7 +31,6 @@ from scripts.toolkit.measure.rates import (
     read_scrape,
     read_simulator_stats,
 )
-from scripts.toolkit.reports.held_chart import recording
 
 TICK_S = 0.2  # the page's; scripts.compare and scripts.capacity record every RECORD_TICK_S
 RECORD_TICK_S = 0.5  # at the simulator's speed 1; shorter at a faster simulator (record_tick_s), 0.1 s at least
@@ -223,3 +222,24 @@ def watching_in_thread(
         loop.call_soon_threadsafe(task.cancel)
         thread.join()
         loop.close()
+
+
+def peaks(rows: list[Row], tick_s: float) -> dict[str, float | None]:
+    """The largest value of each series of rows made every `tick_s` (None where it has none); seconds without answer."""
+
+    def largest(key: str) -> float | None:
+        values = [row[key] for row in rows if row.get(key) is not None]
+        return max(values) if values else None
+
+    created = [row["tickets_per_s"].get("created", 0.0) for row in rows if row.get("tickets_per_s")]
+    silent = sum(1 for row in rows if row["health_s"] is not None and not row["api_answers"])
+    return {
+        **{f"{key}_max": largest(key) for key in ("health_s", "lag_s", *GAUGES, "db_lent_per_s", "sim_in_flight")},
+        "created_per_s_max": max(created) if created else None,
+        "no_answer_s": round(silent * tick_s, 1),
+    }
+
+
+def recording(rows: list[Row], tick_s: float, header: dict[str, str]) -> dict[str, Any]:
+    """What a recorded run keeps: the tick, the API's header (INTAKE_MODE, ...), the peaks and the rows."""
+    return {"tick_s": tick_s, "header": header, "peaks": peaks(rows, tick_s), "rows": rows}

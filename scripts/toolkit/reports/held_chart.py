@@ -7,7 +7,6 @@ import functools
 from typing import Any
 
 from scripts.toolkit.cli import readable_ms
-from scripts.toolkit.measure.rates import GAUGES, Row
 from scripts.toolkit.reports.charts import load_pyplot
 
 NO_ANSWER_COLOR = (0.86, 0, 0, 0.13)  # the live page's shading
@@ -182,24 +181,3 @@ def describe_peaks(peaks: dict[str, Any]) -> str:
         f"lent at up to {most('db_lent_per_s')}/s), "
         f"provider calls in flight {most('api_in_flight')} (simulator: {most('sim_in_flight')})"
     )
-
-
-def peaks(rows: list[Row], tick_s: float) -> dict[str, float | None]:
-    """The largest value of each series of rows made every `tick_s` (None where it has none); seconds without answer."""
-
-    def largest(key: str) -> float | None:
-        values = [row[key] for row in rows if row.get(key) is not None]
-        return max(values) if values else None
-
-    created = [row["tickets_per_s"].get("created", 0.0) for row in rows if row.get("tickets_per_s")]
-    silent = sum(1 for row in rows if row["health_s"] is not None and not row["api_answers"])
-    return {
-        **{f"{key}_max": largest(key) for key in ("health_s", "lag_s", *GAUGES, "db_lent_per_s", "sim_in_flight")},
-        "created_per_s_max": max(created) if created else None,
-        "no_answer_s": round(silent * tick_s, 1),
-    }
-
-
-def recording(rows: list[Row], tick_s: float, header: dict[str, str]) -> dict[str, Any]:
-    """What a recorded run keeps: the tick, the API's header (INTAKE_MODE, ...), the peaks and the rows."""
-    return {"tick_s": tick_s, "header": header, "peaks": peaks(rows, tick_s), "rows": rows}

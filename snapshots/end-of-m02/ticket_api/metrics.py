@@ -36,7 +36,9 @@ class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self.together = counted_together()
-        self.loop_lag: Histogram | None = None  # made at start(), once it is known whether there are other workers
+        # The loop's lag is labelled with the pid where there are several workers (one worker's lag is not
+        # another's): in a worker, whether there are others is known at start(); a process of its own is alone.
+        self.loop_lag = None if self.together else self._lag(by_pid=False)
         self.tickets = self._counter("tickets", "POST /v1/tickets answers by outcome: created, or the error code.")
         self.provider_calls = self._counter("provider_calls", "Calls to the AI provider made for requests.")
         self.db_lent = self._counter("db_pool_lent", "DB connections lent by the pool so far.")
@@ -98,21 +100,20 @@ class Metrics:
             server.register(_Settings(self._state))
         return generate_latest(server)
 
-    def start(self) -> None:
-        """At the start of this process's work: the loop's lag, labelled with the pid where there are several
-        workers (one worker's lag is not another's); counted together, the folders of stopped servers go."""
-        if self.loop_lag is not None:
-            return  # a second start of the same app (a test's second client): its lag is counted already
-        several = several_workers()
+    def _lag(self, by_pid: bool):
         lag = Histogram(
             "ticket_api_event_loop_lag_seconds",
             "How late the event loop ran a 50 ms heartbeat (blocked loop = large lag).",
-            ["pid"] if several else [],
+            ["pid"] if by_pid else [],
             buckets=LAG_BUCKETS,
             registry=self.registry,
         )
-        self.loop_lag = lag.labels(str(os.getpid())) if several else lag
-        if self.together:
+        return lag.labels(str(os.getpid())) if by_pid else lag
+
+    def start(self) -> None:
+        """At the start of this process's work: in a worker, its loop's lag, and the folders of stopped servers go."""
+        if self.together and self.loop_lag is None:
+            self.loop_lag = self._lag(by_pid=several_workers())
             forget_stopped_servers()
 
     def stop(self) -> None:

@@ -42,8 +42,8 @@ def test_calls_in_flight_at_once_ignore_the_clocks_slack_between_one_call_and_th
 
 
 @pytest.mark.skipif(not wrk.available(), reason="wrk is not installed (Debian's package wrk)")
-def test_the_cpu_part_reads_each_workers_share_and_connections_on_one_worker_and_on_two(tmp_path):
-    rows = cpu_rows(seconds=1, clients=4, log_dir=tmp_path, clock=Clock())
+def test_the_cpu_part_reads_each_workers_share_and_connections_on_one_worker_and_on_two():
+    rows = cpu_rows(seconds=1, clients=4, clock=Clock())
     assert [(row["workers"], row["generator"]) for row in rows] == [(w, g) for w in (1, 2) for g in GENERATORS]
     for row in rows:
         assert row["failed"] == 0 and row["rps"] > 0
