@@ -17,6 +17,7 @@ from scripts.toolkit.running.stack import Stack
 Window = Callable[..., Level]  # (url, roles, app=...) -> one measured window of a level
 REFERENCE_APP = "scripts.reference_api:app"  # a ticket's same I/O through the same libraries, and nothing else
 JUDGED_USERS = 512  # where the API on two processes is judged against the reference on two
+JUDGED_ROUNDS = 2  # rounds of (API, reference, reference, API) there: one round's windows differ by a tenth
 
 
 def in_turn(
@@ -76,7 +77,8 @@ def options_in_turn(
 
 def one_against_two(stack: Stack, users: list[int], duration_s: float, ticket_s: float, log_dir: Path) -> dict:
     """Async intake on one API process and on two, in turn at each level (1, 2, 2, 1): {"levels": [...]}; at
-    JUDGED_USERS, also the API on two in turn with the reference app on two: {"judged": (ours, the reference's)}.
+    JUDGED_USERS, also the API on two in turn with the reference app on two, JUDGED_ROUNDS rounds: {"judged": (ours,
+    the reference's)}.
 
     One simulator for all three apps; each process's CPU (every worker's) is counted over its windows.
     """
@@ -96,5 +98,5 @@ def one_against_two(stack: Stack, users: list[int], duration_s: float, ticket_s:
                 if count == JUDGED_USERS:
                     roles = processes_by_role(reference.pid, stack.simulator.pid)
                     theirs = functools.partial(window, reference.url, roles, api_processes=2, app="reference")
-                    measured["judged"] = in_turn(on_two, theirs, rounds=1)
+                    measured["judged"] = in_turn(on_two, theirs, rounds=JUDGED_ROUNDS)
     return measured

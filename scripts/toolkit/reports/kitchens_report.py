@@ -2,7 +2,7 @@
 two and its targets, the stall on one worker and on two, and CPU work's spread over the workers."""
 
 from scripts.toolkit.cli import format_table, readable_ms
-from scripts.toolkit.load.turns import JUDGED_USERS
+from scripts.toolkit.load.turns import JUDGED_ROUNDS, JUDGED_USERS
 from scripts.toolkit.reports.bench_report import AT_LEAST_OF_REFERENCE, CPU_PACED, beside_reference, side_by_side
 
 TARGET_SHARE = 0.95  # of the limit, two API processes at JUDGED_USERS
@@ -11,21 +11,23 @@ STALL_FIGURES = ("total_s", "health_answers", "health_median_ms", "health_slowes
 
 
 def verdicts(io: dict) -> list[str]:
-    """PASS or FAIL for the target at JUDGED_USERS (the share of the limit, and beside the reference), and whether
-    the CPU aim was met; none if that level did not run."""
+    """At JUDGED_USERS on two processes: the share of the limit, PASS or FAIL for the target judged as scripts.bench
+    judges one process (where the reference on two falls short of the limit too, the machine is the wall: then the
+    API must reach the reference's tickets a second), and whether the CPU aim was met; none if it did not run."""
     if "judged" not in io:
         return []
     ours, reference = io["judged"]
     figures = beside_reference(ours, reference)
     tickets, cpu = (figures[name][0] / figures[name][1] for name in ("tickets/s", CPU_PACED))
     at = f"at {JUDGED_USERS} users, 2 processes"
+    reached = ours.fraction >= TARGET_SHARE or (reference.fraction < TARGET_SHARE and tickets >= AT_LEAST_OF_REFERENCE)
     return [
-        verdict(f"{at}: >= {TARGET_SHARE:.0%} of the limit", ours.fraction >= TARGET_SHARE, f"{ours.fraction:.1%}")
-        + f" (the reference on 2: {reference.fraction:.1%})",
         verdict(
-            f"{at}: tickets/s >= {AT_LEAST_OF_REFERENCE} x the reference's",
-            tickets >= AT_LEAST_OF_REFERENCE,
-            f"{tickets:.2f}",
+            f"{at}: >= {TARGET_SHARE:.0%} of the limit, or >= {AT_LEAST_OF_REFERENCE} x the tickets/s of the "
+            "reference on 2 where it falls short too",
+            reached,
+            f"{ours.fraction:.1%} of the limit (the reference: {reference.fraction:.1%}), {tickets:.2f} x its "
+            "tickets/s",
         ),  # fmt: skip
         ("AIM MET " if cpu <= CPU_AIM else "AIM MISSED ")
         + f"{at}: CPU per ticket over the simulator's <= {CPU_AIM:.2f} x the reference's: {cpu:.2f}",
@@ -69,7 +71,7 @@ def io_lines(io: dict, ticket_s: float) -> list[str]:
         ours, reference = io["judged"]
         lines += [
             f"at {JUDGED_USERS} users, the API on 2 processes beside the reference app on 2 (scripts/reference_api.py),"
-            " in turn (API, reference, reference, API):",
+            f" in turn (API, reference, reference, API, {JUDGED_ROUNDS} rounds):",
             "",
             side_by_side("users", "API", [(JUDGED_USERS, ours, reference)]),
             "",

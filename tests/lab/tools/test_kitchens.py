@@ -22,13 +22,15 @@ def on_two(app: str, mean_ms: float, cpu_ms: float) -> Level:
 @pytest.mark.parametrize(
     ("api", "reference", "outcomes"),
     [
-        (on_two("lab", 2250, 9.9), on_two("reference", 2250, 10.0), ["PASS", "PASS", "AIM MET"]),
-        # Both short of 95% of the limit on a slow machine: the API is still judged beside the reference.
-        (on_two("lab", 2450, 10.5), on_two("reference", 2430, 10.0), ["FAIL", "PASS", "AIM MISSED"]),
-        (on_two("lab", 2500, 9.0), on_two("reference", 2250, 10.0), ["FAIL", "FAIL", "AIM MET"]),
+        (on_two("lab", 2250, 9.9), on_two("reference", 2250, 10.0), ["PASS", "AIM MET"]),
+        # Both short of 95% of the limit (the machine is the wall): the API is judged against the reference.
+        (on_two("lab", 2450, 10.5), on_two("reference", 2430, 10.0), ["PASS", "AIM MISSED"]),
+        (on_two("lab", 2650, 9.0), on_two("reference", 2450, 10.0), ["FAIL", "AIM MET"]),
+        # The reference reaches the limit: so must the API.
+        (on_two("lab", 2400, 9.0), on_two("reference", 2300, 10.0), ["FAIL", "AIM MET"]),
     ],
 )
-def test_at_512_users_two_processes_are_judged_on_the_limit_and_beside_the_reference_on_two(api, reference, outcomes):
+def test_at_512_users_two_processes_are_judged_on_the_limit_or_beside_the_reference_on_two(api, reference, outcomes):
     lines = verdicts({"levels": [], "judged": (api, reference)})
     assert [line.split(" at ")[0] for line in lines] == outcomes
     assert "AIM" in report({"ticket_s": 2.2, "io": {"levels": [api], "judged": (api, reference)}})
