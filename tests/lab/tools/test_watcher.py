@@ -41,6 +41,33 @@ def test_the_largest_lag_is_read_from_the_highest_bucket_that_grew():
     assert lag_between(before, before)["largest_s"] == 0.0  # no heartbeat in between
 
 
+def two_workers(lags: dict[str, list[float]]):
+    """A /metrics reading of two workers, each one's lag histogram labelled with its pid."""
+    lines = [f"# TYPE {LAG} histogram"]
+    for pid, observations in lags.items():
+        lines += [
+            f'{LAG}_bucket{{le="{bound}",pid="{pid}"}} {sum(value <= float(bound) for value in observations)}'
+            for bound in BOUNDS
+        ]
+        lines += [f'{LAG}_count{{pid="{pid}"}} {len(observations)}', f'{LAG}_sum{{pid="{pid}"}} {sum(observations)}']
+    return read_scrape(httpx.Response(200, text="\n".join(lines) + "\n"))
+
+
+def test_with_two_workers_each_loop_has_its_own_lag_and_a_blocked_one_stands_out(tmp_path):
+    quiet = [0.0004] * 50
+    before = two_workers({"101": quiet, "102": quiet})
+    after = two_workers({"101": quiet + [0.0003] * 10, "102": quiet + [0.0002] * 5 + [2.2]})
+    figures = interval_figures(before, before, after)
+    assert figures["lag_s_by_worker"]["101"] < 0.001
+    assert figures["lag_s_by_worker"]["102"] == pytest.approx(2.2, abs=0.01)
+    assert figures["lag_s"] == figures["lag_s_by_worker"]["102"]  # the server's largest: the blocked worker's
+    rows = [a_row(t, lag_s_by_worker={"101": 0.001, "102": lag}) for t, lag in ((0.5, 0.001), (1.0, 2.2))]
+    held = {"tick_s": 0.5, "header": {}, "rows": rows, "peaks": peaks(rows, 0.5)}
+    draw_held(held, str(tmp_path / "held.svg"), "two workers")
+    svg = (tmp_path / "held.svg").read_text()
+    assert "worker 101" in svg and "worker 102" in svg  # one lag line per worker
+
+
 def a_reading(at: float, lent: float, created: float):
     """A /metrics reading, answered at `at`, of the pool's connections lent and the tickets created so far."""
     text = (
