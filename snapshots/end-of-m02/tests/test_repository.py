@@ -57,8 +57,11 @@ def test_an_unknown_customer_raises_before_any_ai_work(db):
 def test_the_timer_splits_db_and_ai_time(db, customer_id):
     timer = Timer()
     create_in_one_transaction(db, FakeProvider(0.05), new_ticket(customer_id), timer)
-    assert timer.spent_ms["ai"] >= 150
-    assert 0 < timer.spent_ms["db"] < timer.spent_ms["ai"]
+    assert timer.spent_ms["ai"] >= 150  # the three calls, in `ai` only
+    assert timer.spent_ms["db"] > 0
+    # Nested blocks count once: `ai` inside the transaction's `db` leaves the two adding up to no more than the whole.
+    # (Not "db < ai": a busy PostgreSQL can take longer over a commit than the fake provider over its calls.)
+    assert timer.spent_ms["ai"] + timer.spent_ms["db"] <= timer.total_ms()
 
 
 def test_every_query_of_a_request_is_counted(db, customer_id):
