@@ -38,7 +38,7 @@ class Metrics:
         self.together = counted_together()
         # The loop's lag is labelled with the pid where there are several workers (one worker's lag is not
         # another's): in a worker, whether there are others is known at start(); a process of its own is alone.
-        self.loop_lag = None if self.together else self._lag(by_pid=False)
+        self._loop_lag = None if self.together else self._lag(by_pid=False)
         self.tickets = self._counter("tickets", "POST /v1/tickets answers by outcome: created, or the error code.")
         self.provider_calls = self._counter("provider_calls", "Calls to the AI provider made for requests.")
         self.db_lent = self._counter("db_pool_lent", "DB connections lent by the pool so far.")
@@ -61,8 +61,8 @@ class Metrics:
 
     def heartbeat(self, lag_s: float) -> None:
         """A beat of the event loop's heartbeat: its lag; in a worker of several, this worker's figures too."""
-        if self.loop_lag is not None:
-            self.loop_lag.observe(lag_s)
+        if self._loop_lag is not None:
+            self._loop_lag.observe(lag_s)
         if self.together:
             self.publish()
 
@@ -100,7 +100,14 @@ class Metrics:
             server.register(_Settings(self._state))
         return generate_latest(server)
 
-    def _lag(self, by_pid: bool):
+    @property
+    def loop_lag(self) -> Histogram:
+        """The event loop's lag (Module 1's main.py observes it); in a worker, made at start()."""
+        if self._loop_lag is None:
+            raise RuntimeError("a worker's event-loop lag is made at Metrics.start()")
+        return self._loop_lag
+
+    def _lag(self, by_pid: bool) -> Histogram:
         lag = Histogram(
             "ticket_api_event_loop_lag_seconds",
             "How late the event loop ran a 50 ms heartbeat (blocked loop = large lag).",
@@ -112,8 +119,8 @@ class Metrics:
 
     def start(self) -> None:
         """At the start of this process's work: in a worker, its loop's lag, and the folders of stopped servers go."""
-        if self.together and self.loop_lag is None:
-            self.loop_lag = self._lag(by_pid=several_workers())
+        if self.together and self._loop_lag is None:
+            self._loop_lag = self._lag(by_pid=several_workers())
             forget_stopped_servers()
 
     def stop(self) -> None:
