@@ -13,6 +13,10 @@ from ticket_api.errors import DatabaseBusy, DatabaseUnavailable, StartupError
 log = logging.getLogger("ticket_api")
 CONNECT_TIMEOUT_S = 5
 CHECK_EVERY_S = 1.0
+# PostgreSQL's words for a connection refused for want of a slot: every one taken; all but superusers' (a role
+# without SUPERUSER: "... reserved for non-replication superuser connections" up to 15, "... for roles with the
+# SUPERUSER attribute" or "... with privileges of the pg_use_reserved_connections role" from 16).
+TOO_MANY_CLIENTS = ("sorry, too many clients already", "remaining connection slots are reserved")
 
 
 def connect(dsn: str, **kwargs: Any) -> psycopg.Connection:
@@ -37,6 +41,7 @@ class BusyOrDown:
         self.max_connections = "?"  # PostgreSQL's, read when the database opens
         self.checked_at = -CHECK_EVERY_S
         self.down_because: str | None = None  # why the last try failed; None: it connected, or the server is full
+        self.warned_at = -CHECK_EVERY_S
 
     def error(self) -> DatabaseBusy | DatabaseUnavailable:
         """The error that a pool timeout is now."""
@@ -57,9 +62,13 @@ class BusyOrDown:
         return DatabaseBusy(self.busy) if self.full(exc) else unavailable(one_line(exc, self.dsn))
 
     def full(self, exc: psycopg.OperationalError) -> bool:
-        """Whether PostgreSQL refused for want of a free connection; if so, one line says which settings to change."""
+        """Whether PostgreSQL refused for want of a free connection; if so, one line (at most one a second, however
+        many requests it refuses) says which settings to change."""
         if not refused_for_too_many_clients(exc):
             return False
+        if time.monotonic() - self.warned_at < CHECK_EVERY_S:
+            return True
+        self.warned_at = time.monotonic()
         log.warning(
             "PostgreSQL refused a connection: its max_connections (%s) are all taken. Each worker process opens up "
             "to DB_POOL_MAX_SIZE (%d): keep workers x DB_POOL_MAX_SIZE under max_connections (lower DB_POOL_MAX_SIZE, "
@@ -71,14 +80,15 @@ class BusyOrDown:
 
 
 def refused_for_too_many_clients(exc: psycopg.OperationalError) -> bool:
-    """Whether PostgreSQL refused a new connection because every one of its max_connections is taken.
+    """Whether PostgreSQL refused a new connection because its max_connections are taken: every one, or (for a
+    role without SUPERUSER) all but the ones it keeps for superusers.
 
     PostgreSQL's SQLSTATE for it, 53300, does not reach a connection it refused at start-up: libpq gives only the
     server's message, and psycopg none but that (`sqlstate` is None). So the message is read: an English one; a
     server that translates its messages is not told apart, and its refusal stays 503 db_unavailable.
     tests/lab/reliability/test_too_many_connections.py fails if PostgreSQL or psycopg change it.
     """
-    return "sorry, too many clients already" in str(exc)
+    return any(words in str(exc) for words in TOO_MANY_CLIENTS)
 
 
 def unavailable(cause: str) -> DatabaseUnavailable:

@@ -119,6 +119,7 @@ class Metrics:
 
     def start(self) -> None:
         """At the start of this process's work: in a worker, its loop's lag, and the folders of stopped servers go."""
+        self._counted = {"lent": 0, "wait_ms": 0}  # a new start, a new pool: its running totals start again
         if self.together and self._loop_lag is None:
             self._loop_lag = self._lag(by_pid=several_workers())
             forget_stopped_servers()

@@ -9,12 +9,14 @@ between requests, and no one else uses the database).
 import logging
 import os
 import re
+import resource
 import time
 import uuid
 from collections.abc import Iterator
 from types import SimpleNamespace
 
 import httpx
+import psycopg
 import pytest
 from fastapi.testclient import TestClient
 
@@ -23,7 +25,7 @@ from scripts.toolkit.running.stack import MODES
 from tests.fakes import FakeProvider
 from ticket_api.config import load_settings
 from ticket_api.connecting import connect
-from ticket_api.database import apply_schema, resolve_dsn
+from ticket_api.database import apply_schema, check_if_server_wrote, resolve_dsn, server_wrote
 from ticket_api.main import create_app
 
 CUSTOMER_ID = 1
@@ -159,3 +161,28 @@ def test_a_connection_the_server_closed_is_replaced_before_a_request_gets_it_and
     # No empty query reached the server: the closed connections were told by what their sockets had to read, and
     # replaced; the new ones, which the server had not written to, were lent without the round trip.
     assert checks == checks_again == 0
+
+
+def test_the_pool_check_reads_a_connection_whose_descriptor_is_past_1023(logged_database):
+    """A worker with a thousand client sockets opens its next connections past descriptor 1,023, where select()
+    cannot look: the check must still tell a healthy connection from one the server closed."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1100:
+        pytest.skip(f"this process may open {hard} files, not the 1,100 the test needs")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1100), hard))
+    fillers = []
+    try:
+        while not fillers or fillers[-1] < 1030:
+            fillers.append(os.open(os.devnull, os.O_RDONLY))
+        with connect(logged_database.url, autocommit=True) as conn:
+            assert conn.fileno() > 1023
+            assert not server_wrote(conn)
+            check_if_server_wrote(conn)  # a healthy connection passes
+            logged_database.marker.execute("SELECT pg_terminate_backend(%s, 5000)", (conn.info.backend_pid,))
+            assert server_wrote(conn)
+            with pytest.raises(psycopg.OperationalError):
+                check_if_server_wrote(conn)  # a closed one fails its check: the pool replaces it
+    finally:
+        for descriptor in fillers:
+            os.close(descriptor)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

@@ -19,6 +19,7 @@ from scripts.toolkit.metrics import read_metrics
 from scripts.toolkit.running.postgres import postmaster
 from scripts.toolkit.running.processes import free_port, run_to_completion, start_process, stop_process
 from scripts.toolkit.running.services import API_APP, simulator, started, uvicorn_command
+from ticket_api import workers
 
 TICKET = {"customer_id": 1, "subject": "Parcel 51 has not arrived", "body": "It was due on Monday."}
 OWN_EMBEDDED = {"DATABASE_URL": "", "PYTHONDONTWRITEBYTECODE": "1"}  # blank: the project's own embedded server
@@ -101,3 +102,14 @@ def wait_for(ready, timeout_s: float = 60) -> None:
             pass
         assert time.monotonic() < deadline, "the API did not answer"
         time.sleep(0.1)
+
+
+def test_a_stopped_servers_metrics_folder_goes_and_a_running_ones_stays(tmp_path):
+    """A server's folder is its supervisor's pid and start time: a folder whose pid runs again, in another process
+    (a container's pid 1, run after run), counts nothing of the new server and goes."""
+    running = tmp_path / workers.server_name(os.getpid())
+    reused = tmp_path / f"{os.getpid()}-1"
+    for folder in (running, reused):
+        folder.mkdir()
+    workers.forget_stopped_servers(tmp_path)
+    assert running.is_dir() and not reused.exists()

@@ -1,9 +1,10 @@
 """PostgreSQL through psycopg_pool: `with db.connection() as conn:` is one transaction on a pooled connection."""
 
-import select
+import selectors
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
@@ -109,8 +110,15 @@ def check_if_server_wrote(conn: CountingConnection) -> None:
     # A connection the server closed while it sat idle (a restart, a terminated backend) has something to read:
     # its end, or the server's last message. It fails the empty query and is replaced, not handed to a request.
     # A connection with nothing to read is lent without the round trip, a ticket's two empty queries fewer.
-    if conn.closed or select.select([conn], [], [], 0)[0]:
+    if conn.closed or server_wrote(conn):
         ConnectionPool.check_connection(conn)
+
+
+def server_wrote(conn: psycopg.Connection[Any]) -> bool:
+    """Whether the connection has something to read now, without waiting (any descriptor, past 1,023 too)."""
+    with selectors.DefaultSelector() as selector:
+        selector.register(conn, selectors.EVENT_READ)
+        return bool(selector.select(timeout=0))
 
 
 def resolve_dsn(settings: Settings) -> str:

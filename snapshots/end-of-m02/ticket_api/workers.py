@@ -15,17 +15,16 @@ from pathlib import Path
 import psutil
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-METRICS_FOLDERS = PROJECT_ROOT / ".lab" / "metrics"  # one folder per server, named after its supervisor's pid
+METRICS_FOLDERS = PROJECT_ROOT / ".lab" / "metrics"  # one folder per server: server_name(its supervisor's pid)
 SHARED = "PROMETHEUS_MULTIPROC_DIR"  # prometheus_client's documented variable
 
 
 def share_metrics() -> None:
     """In a worker process, count this process's metrics in the folder its server's workers share (unless
     PROMETHEUS_MULTIPROC_DIR names one already); in a process of its own, nothing changes."""
-    supervisor = multiprocessing.parent_process()
-    if supervisor is None or SHARED in os.environ:
+    if multiprocessing.parent_process() is None or SHARED in os.environ:
         return
-    folder = METRICS_FOLDERS / str(supervisor.pid)
+    folder = METRICS_FOLDERS / server_name(os.getppid())  # its supervisor's
     folder.mkdir(parents=True, exist_ok=True)
     os.environ[SHARED] = str(folder)
 
@@ -63,10 +62,19 @@ def application_name() -> str:
     return f"ticket_api {os.getpid()}"
 
 
-def forget_stopped_servers() -> None:
+def server_name(pid: int) -> str:
+    """A server's name, from its supervisor's pid and start time: a pid is used again (in a container, 1 each run)."""
+    try:
+        return f"{pid}-{psutil.Process(pid).create_time():.0f}"
+    except psutil.Error:
+        return f"{pid}-stopped"
+
+
+def forget_stopped_servers(folders: Path = METRICS_FOLDERS) -> None:
     """Remove the metrics folders of servers whose supervisor no longer runs (they count nothing any more)."""
-    if not METRICS_FOLDERS.is_dir():
+    if not folders.is_dir():
         return
-    for folder in METRICS_FOLDERS.iterdir():
-        if folder.name.isdigit() and not psutil.pid_exists(int(folder.name)):
+    for folder in folders.iterdir():
+        pid = folder.name.partition("-")[0]
+        if pid.isdigit() and folder.name != server_name(int(pid)):
             shutil.rmtree(folder, ignore_errors=True)

@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import psycopg
 import pytest
+from psycopg.conninfo import make_conninfo
 
 from tests.fakes import FakeProvider
 from tests.servers import serve
@@ -56,6 +57,16 @@ def test_postgresql_still_refuses_a_connection_past_max_connections_in_the_words
         psycopg.connect(small_server).close()
     assert refused.value.sqlstate is None  # were it given, the API would read it instead of the words
     assert refused_for_too_many_clients(refused.value)
+
+
+def test_a_role_without_superuser_is_refused_earlier_in_words_the_api_reads_too(small_server, all_but):
+    with psycopg.connect(small_server, autocommit=True) as admin:
+        if not admin.execute("SELECT 1 FROM pg_roles WHERE rolname = 'lab_app'").fetchone():
+            admin.execute("CREATE ROLE lab_app LOGIN NOSUPERUSER")
+    all_but(3)  # the 3 that superuser_reserved_connections keeps: none left for lab_app
+    with pytest.raises(psycopg.OperationalError) as refused:
+        psycopg.connect(make_conninfo(small_server, user="lab_app")).close()
+    assert refused_for_too_many_clients(refused.value), str(refused.value)
 
 
 @pytest.mark.timing  # each ticket holds its connection 1.2 s, past the pool timeout of 0.5 s
