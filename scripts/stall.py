@@ -15,7 +15,7 @@ last ticket is answered is waited for and counts: that wait is the stall. Every 
 from the start. `--passes 5` runs it five times and adds the median of each figure, as the course
 reports its runs.
 
-Against an API on several worker processes (`fastapi run --workers 2`), each ticket and each probe
+Against an API on several worker processes (`fastapi run --host 127.0.0.1 --workers 2`), each ticket and each probe
 goes to the worker that accepted its connection: /health sees that worker's event loop only, and
 can answer at once while another worker's tickets wait (scripts/README.md, "Several kitchens").
 """
