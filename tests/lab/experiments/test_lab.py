@@ -156,8 +156,9 @@ def test_the_app_reads_thread_limit_from_the_environment_when_it_starts_not_at_i
     with serve(app) as url:
         wall_s, _ = asyncio.run(burst(url, "/sleep/def?ms=200", 6))
     assert wall_s >= 0.55  # 6 x 200 ms, 2 at a time: three rounds
+    # Six at once: one round, and a fresh pool's six threads to start; were the limit still 2, three rounds again.
     with serve(create_app(ExperimentSettings(thread_limit=6))) as url:
-        assert asyncio.run(burst(url, "/sleep/def?ms=200", 6))[0] * 2 < wall_s
+        assert asyncio.run(burst(url, "/sleep/def?ms=200", 6))[0] * 1.5 < wall_s
 
 
 def test_settings_come_from_the_environment_and_bad_ones_are_named():

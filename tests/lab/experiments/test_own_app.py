@@ -21,6 +21,7 @@ from scripts.experiments.runner import experiment_app
 from scripts.experiments.settings import ExperimentSettings
 from scripts.toolkit.running import services
 from scripts.toolkit.running.processes import free_port, start_process, stop_process
+from tests.lab.tools.commands import ctrl_c_as_from_a_terminal
 
 COMMANDS = {
     "probe a def route": ["probe", "/sleep/def?ms=10", "--requests", "20"],
@@ -111,13 +112,8 @@ def test_the_runner_starts_the_workers_asked_for():
 def test_the_app_served_by_hand_answers_on_its_port_and_stops_cleanly_on_ctrl_c():
     port = free_port()
     argv = [sys.executable, "-m", "scripts.experiments", "--port", str(port), "--thread-limit", "8"]
-    # A shell's background job (`cmd &` in a script) ignores Ctrl+C, and so would every process it starts: the app
-    # starts with Python's own handler, as from a terminal.
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
+    with ctrl_c_as_from_a_terminal():
         server = start_process(argv, stdout=None, stderr=subprocess.PIPE, text=True)
-    finally:
-        signal.signal(signal.SIGINT, previous)
     try:
         assert "experiment app at http://127.0.0.1:" in server.stderr.readline()
         deadline = time.monotonic() + 30

@@ -1,9 +1,12 @@
 """Run the lab's scripts as a student does, in a child process, and check what they leave behind."""
 
 import os
+import signal
 import socket
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from urllib.parse import urlsplit
 
 from scripts.toolkit.cli import PROJECT_ROOT
@@ -46,3 +49,14 @@ def listening(url: str) -> bool:
     with socket.socket() as sock:
         sock.settimeout(1)
         return sock.connect_ex((parts.hostname, parts.port)) == 0
+
+
+@contextmanager
+def ctrl_c_as_from_a_terminal() -> Iterator[None]:
+    """Start processes in this block with Python's own Ctrl+C handler, as a terminal's foreground job has it: a shell's
+    background job (`cmd &` in a script, a CI runner's) ignores SIGINT, and so would every process it starts."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -14,7 +14,7 @@ import pytest
 from scripts.toolkit.cli import PROJECT_ROOT
 from scripts.toolkit.running.busy import Loads, describe_loads
 from scripts.toolkit.running.processes import OWN_GROUP
-from tests.lab.tools.commands import run_module
+from tests.lab.tools.commands import ctrl_c_as_from_a_terminal, run_module
 
 TEXT = {"capture_output": True, "text": True, "timeout": 120}
 
@@ -69,7 +69,8 @@ def test_a_failing_command_gives_its_exit_code_and_the_load_still_stops(database
 def test_ctrl_c_stops_the_command_and_the_load(database_url, tmp_path):
     argv, env = busy_argv(tmp_path / "seen.json", "wait", db=1), {**os.environ, "DATABASE_URL": database_url}
     # In a group of its own, as a terminal's foreground job is: Ctrl+C reaches every process of the group.
-    busy = subprocess.Popen(argv, cwd=PROJECT_ROOT, env=env, stderr=subprocess.DEVNULL, **OWN_GROUP)
+    with ctrl_c_as_from_a_terminal():
+        busy = subprocess.Popen(argv, cwd=PROJECT_ROOT, env=env, stderr=subprocess.DEVNULL, **OWN_GROUP)
     deadline = time.monotonic() + 60
     while not (tmp_path / "seen.json").exists() or not (tmp_path / "seen.json").read_text():
         assert busy.poll() is None and time.monotonic() < deadline
