@@ -19,7 +19,6 @@ Three parts, each compared with the same run on one process:
 Everything runs on this machine: simulator (speed 1, quota off), PostgreSQL, the API and the generator.
 """
 
-import argparse
 import asyncio
 import functools
 import json
@@ -38,6 +37,7 @@ from scripts.toolkit.cli import (
     Clock,
     CommandError,
     command_parser,
+    one_or_more_of,
     output_folder,
     parse_levels,
     positive_float,
@@ -62,7 +62,7 @@ def main() -> int:
     """Run the parts asked for, print the report, write kitchens.json; exit code 1 if the 512-user target failed."""
     exits = "Exit codes: 0 done, 1 the 512-user target failed, 2 a start-up failed or bad arguments."
     parser = command_parser("python -m scripts.kitchens", __doc__, exits)
-    parser.add_argument("--parts", type=parts_list, default=list(PARTS), help="e.g. io,stall (default all)")
+    parser.add_argument("--parts", type=one_or_more_of(PARTS), default=list(PARTS), help="e.g. io,stall (default all)")
     parser.add_argument(
         "--users", type=parse_levels, default=[256, 512, 1024], help="io's users (default 256,512,1024)"
     )
@@ -199,15 +199,6 @@ def connections_by_worker(app: Service) -> list[int]:
 def serves(process: psutil.Process, port: int, status: str) -> int:
     """How many of the process's TCP sockets on `port` are in `status`."""
     return sum(1 for c in process.net_connections("tcp") if c.status == status and c.laddr.port == port)
-
-
-def parts_list(text: str) -> list[str]:
-    """Comma-separated parts of PARTS (an argparse type)."""
-    parts = [part.strip() for part in text.split(",") if part.strip()]
-    unknown = [part for part in parts if part not in PARTS]
-    if unknown or not parts:
-        raise argparse.ArgumentTypeError(f"{text!r}: give parts among {', '.join(PARTS)}")
-    return parts
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ import argparse
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import NoReturn
@@ -81,6 +81,18 @@ def route_path(text: str) -> str:
     if not text.startswith("/"):
         raise argparse.ArgumentTypeError(f"{text!r} is not a path: start it with /, e.g. /sleep/def")
     return text
+
+
+def one_or_more_of(choices: Sequence[str]) -> Callable[[str], list[str]]:
+    """An argparse type: `a,b` as a list of some of `choices`, separated by commas."""
+
+    def parse(text: str) -> list[str]:
+        picked = [part.strip() for part in text.split(",") if part.strip()]
+        if not picked or any(part not in choices for part in picked):
+            raise argparse.ArgumentTypeError(f"{text!r}: give one or more of {', '.join(choices)}, separated by commas")
+        return picked
+
+    return parse
 
 
 def parse_levels(text: str) -> list[int]:

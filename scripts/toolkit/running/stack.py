@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from scripts.toolkit.cli import Clock, CommandError, progress
+from scripts.toolkit.cli import Clock, CommandError, one_or_more_of, progress
 from scripts.toolkit.databases import init
 from scripts.toolkit.running.services import API_APP, Service, api, simulator, started
 from ticket_api.config import load_settings
@@ -83,13 +83,7 @@ def running_stack(speed: float, log_dir: Path, clock: Clock) -> Iterator[Stack]:
     yield Stack(dsn, speed, log_dir, clock)
 
 
-def parse_modes(text: str) -> list[str]:
-    """`blocking,async,thread` as a list of INTAKE_MODE values (an argparse type)."""
-    modes = [part.strip() for part in text.split(",") if part.strip()]
-    unknown = [mode for mode in modes if mode not in MODES]
-    if not modes or unknown:
-        raise argparse.ArgumentTypeError(f"{text!r}: give one or more of {', '.join(MODES)}, separated by commas")
-    return modes
+parse_modes = one_or_more_of(MODES)  # `blocking,async,thread` as a list of INTAKE_MODE values (an argparse type)
 
 
 def add_modes_argument(parser: argparse.ArgumentParser, default: list[str]) -> None:
