@@ -38,17 +38,17 @@ def fingerprint(folder: Path) -> dict[str, str]:
     }
 
 
-def check_databases(database_url: str) -> list[str]:
-    """The databases the checker made on the server that are still there."""
+def check_databases(database_url: str) -> set[str]:
+    """The checkers' databases on the server (a killed run of any earlier checker may have left its own)."""
     with connect(database_url) as conn:
         rows = conn.execute("SELECT datname FROM pg_database WHERE datname LIKE 'lab_check_%'").fetchall()
-    return [row[0] for row in rows]
+    return {row[0] for row in rows}
 
 
 @pytest.mark.timing
 def test_end_of_m02_keeps_every_promise_and_its_folder_is_left_as_it_was(tmp_path, database_url):
     project = copy_of("end-of-m02", tmp_path / "project")
-    before = fingerprint(project)
+    before, databases_before = fingerprint(project), check_databases(database_url)
     result = subprocess.run(  # as a student runs it: in their folder, the lab's script by its path
         [sys.executable, str(CHECK_PY), "--lesson", "m02-io-versus-cpu", "--json"],
         cwd=project,
@@ -79,7 +79,7 @@ def test_end_of_m02_keeps_every_promise_and_its_folder_is_left_as_it_was(tmp_pat
     mistake = next(n for n, line in enumerate(lines, 1) if "work = do_ai_work(" in line)
     assert f"ticket_api/intake.py line {mistake} (create_ticket)" in blocking["info"][0]  # the lesson's mistake
     assert fingerprint(project) == before  # no bytecode, no cache, no data: nothing written in the student's folder
-    assert check_databases(database_url) == []
+    assert check_databases(database_url) == databases_before  # its own database dropped
 
 
 def test_end_of_m01_fails_the_copy_step_and_the_test_count_and_names_the_files_to_copy(tmp_path, database_url):
