@@ -121,10 +121,10 @@ def one_process(
             for users in args.users:
                 seconds = window_s(args.duration, users, ticket_s)
                 profile_of = (api.pid, folder / "profile.txt") if args.profile and users == args.users[-1] else None
-                level = measure("async", users, seconds, ticket_s, api.url, roles, args.loop, profile_of)
                 window = functools.partial(measure, "async", users, seconds, ticket_s, loop=args.loop)
+                ours = functools.partial(window, api.url, roles)
+                level = ours(profile_of=profile_of)
                 if users in args.reference_users:
-                    ours = functools.partial(window, api.url, roles)
                     theirs = functools.partial(window, reference.url, reference_roles, app="reference")
                     levels += in_turn(ours, theirs, args.reference_rounds, first=level)
                 else:
@@ -132,7 +132,7 @@ def one_process(
                 if users in args.wrk_users:
                     # In turn with the bench's own generator (bench, wrk, wrk, bench): both read in the same minutes.
                     wrk_window = functools.partial(measure_with_wrk, users, seconds, ticket_s, api.url, args.loop)
-                    beside, theirs_level = in_turn(functools.partial(window, api.url, roles), wrk_window, rounds=1)
+                    beside, theirs_level = in_turn(ours, wrk_window, rounds=1)
                     levels.append(replace(theirs_level, bench_fraction=beside.fraction))
         options = {}
         if args.options:
@@ -169,18 +169,13 @@ def parser() -> argparse.ArgumentParser:
         default=[8, 32, 128, 256, 512, 1024],
         help="async levels (default 8,32,128,256,512,1024)",
     )
-    parser.add_argument(
-        "--two-process-users",
-        type=parse_levels_or_none,
-        default=[512, 1024],
-        help="async levels with 2 API processes, for contrast (0: none; default 512,1024)",
-    )
-    parser.add_argument(
-        "--reference-users",
-        type=parse_levels_or_none,
-        default=[256, 512],
-        help="async levels where the reference app runs in turn with the API (0: none; default 256,512)",
-    )
+
+    def levels_option(name: str, default: list[int], what: str) -> None:
+        shown = ",".join(map(str, default))
+        parser.add_argument(name, type=parse_levels_or_none, default=default, help=f"{what} (0: none; default {shown})")
+
+    levels_option("--two-process-users", [512, 1024], "async levels with 2 API processes, for contrast")
+    levels_option("--reference-users", [256, 512], "async levels where the reference app runs in turn with the API")
     parser.add_argument(
         "--reference-rounds",
         type=positive_int,
@@ -194,12 +189,7 @@ def parser() -> argparse.ArgumentParser:
         f"is, in turn (option, reference, reference, option), at {OPTIONS_USERS} users: about 2.5 minutes each",
     )
     parser.add_argument("--thread-users", type=int, default=128, help="the thread-mode level (0: skip)")
-    parser.add_argument(
-        "--wrk-users",
-        type=parse_levels_or_none,
-        default=[256, 512],
-        help="async levels that wrk drives too, where it is installed (0: none; default 256,512)",
-    )
+    levels_option("--wrk-users", [256, 512], "async levels that wrk drives too, where it is installed")
     parser.add_argument("--duration", type=float, default=30, help="seconds measured per level (default %(default)s)")
     parser.add_argument(
         "--alone", type=float, default=20, help="seconds of the 2-user run, one ticket alone (default %(default)s)"

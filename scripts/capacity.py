@@ -16,6 +16,7 @@ from pathlib import Path
 from scripts.toolkit.cli import (
     Clock,
     command_parser,
+    non_negative_int,
     output_folder,
     parse_levels,
     positive_float,
@@ -112,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--workers",
-        type=int,
+        type=non_negative_int,
         default=0,
         help="Locust worker processes under one master, for loads one process can't make (default 0)",
     )
@@ -133,8 +134,6 @@ def main(argv: list[str] | None = None) -> int:
         "the recording asks the API 6 small requests a second",
     )
     args = parser.parse_args(argv)
-    if args.workers < 0:
-        parser.error("--workers must be 0 or more")
 
     draw = charts.can_draw("chart")
     folder = output_folder(args.out, "capacity")

@@ -49,6 +49,7 @@ from scripts.toolkit.load import wrk
 from scripts.toolkit.load.closed_loop import closed_loop, getter, session, warm_up
 from scripts.toolkit.load.levels import as_json, recorded_ticket_ms
 from scripts.toolkit.load.turns import one_against_two
+from scripts.toolkit.measure.quantiles import most_at_once
 from scripts.toolkit.reports.kitchens_report import STALL_FIGURES, report, verdicts
 from scripts.toolkit.running.services import Service, started
 from scripts.toolkit.running.stack import Stack, running_stack
@@ -109,17 +110,6 @@ def stall_rows(stack: Stack, passes: int, clock: Clock) -> list[dict]:
                     rows.append({"mode": mode, "workers": workers, "pass": number, **figures,
                                  "calls_at_once": most_at_once(calls), "connections": held})  # fmt: skip
     return rows
-
-
-def most_at_once(intervals: list[list[float]], slack_s: float = 0.05) -> int:
-    """The largest number of (start, end) intervals that overlap by more than `slack_s`: the calls' times on our
-    clock are the API's Server-Timing, placed a moment apart from where they were."""
-    steps = sorted([(start + slack_s, 1) for start, _ in intervals] + [(end - slack_s, -1) for _, end in intervals])
-    most = current = 0
-    for _, step in steps:
-        current += step
-        most = max(most, current)
-    return most
 
 
 def cpu_rows(seconds: float, clients: int, clock: Clock) -> list[dict]:

@@ -23,7 +23,7 @@ from scripts.toolkit.answers import Answer
 from scripts.toolkit.cli import command_parser, format_table, positive_float, progress, run
 from scripts.toolkit.load.closed_loop import Load, closed_loop, sender, session
 from scripts.toolkit.load.levels import health_during
-from scripts.toolkit.measure.quantiles import quantile
+from scripts.toolkit.measure.quantiles import most_at_once, quantile
 from scripts.toolkit.running import services, sleeping_provider
 from simulator.embeddings import embed_text
 
@@ -75,16 +75,6 @@ def measured(url: str, users: int, duration_s: float, ramp_s: float) -> list:
     return [call for call in load.ok if call.start >= load.began + ramp_s]
 
 
-def peak_in_flight(calls: list) -> int:
-    """The largest number of calls whose (start, end) intervals overlap."""
-    events = sorted([(call.start, 1) for call in calls] + [(call.end, -1) for call in calls])
-    peak = current = 0
-    for _, step in events:
-        current += step
-        peak = max(peak, current)
-    return peak
-
-
 def embed_text_cost_ms(texts: int = 2000, words: int = 60, dimensions: int = 256) -> float:
     """Mean milliseconds of embed_text on 60-word texts of never-seen words (its cache cannot help)."""
     rng = random.Random(0)
@@ -134,7 +124,7 @@ def measure(duration_s: float) -> list[dict]:
 
         progress("phase 3/3: 1,200 connections waiting at once, /health probed every 20 ms ...")
         load, health_ms = drive(urls["simulator"], 1200, duration_s, 1.0, health=True)
-    peak = peak_in_flight(load.ok)
+    peak = most_at_once([(call.start, call.end) for call in load.ok], slack_s=0)
     figures.append(figure("calls in flight at once", peak, "calls", TARGET_IN_FLIGHT, most=False))
     health_p99 = quantile(health_ms, 0.99)
     figures.append(

@@ -60,9 +60,7 @@ class Outcome:
 
 def outcome_of(answer: Answer | Exception, server_ms: Callable[[Answer], float | None] = server_total_ms) -> Outcome:
     """The Outcome of an answer, httpx's or ours (2xx: success; `server_ms` reads the server's time), or a failure's."""
-    if isinstance(answer, Exception):
-        return Outcome(False, describe_failure(answer))
-    if 200 <= answer.status_code < 300:
+    if not isinstance(answer, Exception) and 200 <= answer.status_code < 300:
         return Outcome(True, server_ms=server_ms(answer))
     return Outcome(False, describe_failure(answer))
 

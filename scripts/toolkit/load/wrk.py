@@ -96,8 +96,5 @@ def wrk_figures(url: str, connections: int, duration_s: float, script: str, opti
         "requests": figures["requests"],
         "failed": figures["non_2xx"] + errors,
         "seconds": figures["duration_us"] / 1e6,
-        "mean_ms": figures["mean_us"] / 1000,
-        "stdev_ms": figures["stdev_us"] / 1000,
-        "p50_ms": figures["p50_us"] / 1000,
-        "p95_ms": figures["p95_us"] / 1000,
+        **{f"{name}_ms": figures[f"{name}_us"] / 1000 for name in ("mean", "stdev", "p50", "p95")},
     }

@@ -6,5 +6,5 @@
   watchdog's lines of the same window, the simulator's stats
 - held_series: what the server holds, several times a second (scripts.watch live; compare and capacity recorded),
   and a recording's peaks
-- quantiles: the one quantile function, and medians over passes
+- quantiles: the one quantile function, medians over passes, and the most (start, end) intervals at once
 """

@@ -25,6 +25,7 @@ from scripts.toolkit.measure.rates import (
     GAUGES,
     INTERVAL_KEYS,
     RATE_OVER_S,
+    SIMULATOR_STATS,
     Row,
     Scrape,
     interval_figures,
@@ -42,23 +43,16 @@ NO_ANSWER_S = 0.5  # a probe waiting longer than this counts as "no answer"
 TIMEOUT_S = 30.0  # a probe given up after this; the next one starts at once
 
 
+@dataclass
 class Probe:
     """One kind of GET, sent every `every_s`, never two at once: its last answer and how long one waits now."""
 
-    def __init__(
-        self,
-        client: httpx.AsyncClient,
-        url: str,
-        every_s: float,
-        read: Callable[[httpx.Response], Any] = lambda response: response,
-    ) -> None:
-        self.client = client
-        self.url = url
-        self.every_s = every_s
-        self.read = read
-        self.answer: Any = None  # what `read` made of the last answer; None after a failure
-        self.took_s: float | None = None  # how long the last answer took
-        self.sent_at: float | None = None  # while a request is in flight
+    client: httpx.AsyncClient
+    url: str
+    every_s: float
+    read: Callable[[httpx.Response], Any] = lambda response: response
+    answer: Any = field(default=None, init=False)  # what `read` made of the last answer; None after a failure
+    sent_at: float | None = field(default=None, init=False)  # while a request is in flight
 
     def waiting_s(self, now: float) -> float:
         """How long the request in flight has been waiting (0 if none is)."""
@@ -76,9 +70,8 @@ class Probe:
                 response = await self.client.get(self.url, timeout=TIMEOUT_S)
                 response.raise_for_status()
                 self.answer = self.read(response)
-                self.took_s = time.monotonic() - sent
             except (httpx.HTTPError, ValueError, KeyError):
-                self.answer, self.took_s = None, None
+                self.answer = None
             finally:
                 self.sent_at = None
             await asyncio.sleep(max(0.0, sent + self.every_s - time.monotonic()))
@@ -144,12 +137,11 @@ class Watcher:
 
     def _api(self, now: float) -> Row:
         scrape: Scrape | None = self.metrics.answer if self.metrics.answers(now) else None
-        if scrape is not None and (not self._scrapes or scrape is not self._scrapes[-1]):
-            self._add_scrape(scrape)
         if scrape is None:
             return dict.fromkeys([*GAUGES, *INTERVAL_KEYS])
-        figures = {key: scrape.get(name) for key, name in GAUGES.items()}
-        return figures | self._interval
+        if not self._scrapes or scrape is not self._scrapes[-1]:
+            self._add_scrape(scrape)
+        return {key: scrape.get(name) for key, name in GAUGES.items()} | self._interval
 
     def _add_scrape(self, scrape: Scrape) -> None:
         """Lag, tickets/s and connections lent/s are figures of the time between answers: its rows get them too."""
@@ -170,12 +162,8 @@ class Watcher:
     def _simulator(self, now: float) -> Row:
         stats = self.simulator.answer if self.simulator.answers(now) else None
         if stats is None:
-            return {"sim_in_flight": None, "quota_limit": None, "quota_remaining": None}
-        return {
-            "sim_in_flight": stats["in_flight"],
-            "quota_limit": stats["quota_limit"],
-            "quota_remaining": stats["quota_remaining"],
-        }
+            return dict.fromkeys(SIMULATOR_STATS)
+        return {key: stats[name] for key, name in SIMULATOR_STATS.items()}
 
 
 def record_tick_s(speed: float) -> float:
@@ -228,8 +216,7 @@ def peaks(rows: list[Row], tick_s: float) -> dict[str, float | None]:
     """The largest value of each series of rows made every `tick_s` (None where it has none); seconds without answer."""
 
     def largest(key: str) -> float | None:
-        values = [row[key] for row in rows if row.get(key) is not None]
-        return max(values) if values else None
+        return max((row[key] for row in rows if row.get(key) is not None), default=None)
 
     created = [row["tickets_per_s"].get("created", 0.0) for row in rows if row.get("tickets_per_s")]
     silent = sum(1 for row in rows if row["health_s"] is not None and not row["api_answers"])

@@ -2,6 +2,7 @@
 
 import math
 import statistics
+from collections.abc import Sequence
 
 
 def quantile(values: list[float], q: float) -> float:
@@ -22,9 +23,7 @@ def percentiles(values_ms: list[float]) -> dict:
         return {"count": 0, "p50": None, "p95": None, "p99": None, "max": None, "mean": None}
     return {
         "count": len(values_ms),
-        "p50": quantile(values_ms, 0.50),
-        "p95": quantile(values_ms, 0.95),
-        "p99": quantile(values_ms, 0.99),
+        **{f"p{p}": quantile(values_ms, p / 100) for p in (50, 95, 99)},
         "max": max(values_ms),
         "mean": sum(values_ms) / len(values_ms),
     }
@@ -34,3 +33,14 @@ def medians(runs: list[dict], figures: tuple[str, ...]) -> dict:
     """The median of each figure over the runs that have it (None where none has)."""
     found = {figure: [run[figure] for run in runs if run[figure] is not None] for figure in figures}
     return {figure: statistics.median(values) if values else None for figure, values in found.items()}
+
+
+def most_at_once(intervals: Sequence[Sequence[float]], slack_s: float = 0.05) -> int:
+    """The largest number of (start, end) intervals that overlap by more than `slack_s`: the calls' times on our
+    clock are the API's Server-Timing, placed a moment apart from where they were."""
+    steps = sorted([(start + slack_s, 1) for start, _ in intervals] + [(end - slack_s, -1) for _, end in intervals])
+    most = current = 0
+    for _, step in steps:
+        current += step
+        most = max(most, current)
+    return most

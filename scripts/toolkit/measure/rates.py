@@ -30,6 +30,8 @@ GAUGES = {
     "db_waiting": "ticket_api_db_pool_waiting",
     "api_in_flight": "ticket_api_provider_in_flight",
 }
+# The simulator's GET /admin/stats in a row: row key -> stats key.
+SIMULATOR_STATS = {"sim_in_flight": "in_flight", "quota_limit": "quota_limit", "quota_remaining": "quota_remaining"}
 
 
 @dataclass
@@ -125,4 +127,4 @@ def per_s(count: float, earlier: float, seconds: float) -> float:
 def read_simulator_stats(response: httpx.Response) -> dict[str, Any]:
     """The simulator's GET /admin/stats; KeyError or ValueError if it is not the simulator's answer."""
     stats = response.json()
-    return {key: stats[key] for key in ("in_flight", "quota_limit", "quota_remaining")}
+    return {key: stats[key] for key in SIMULATOR_STATS.values()}

@@ -22,21 +22,13 @@ def verdicts(io: dict) -> list[str]:
     at = f"at {JUDGED_USERS} users, 2 processes"
     reached = ours.fraction >= TARGET_SHARE or (reference.fraction < TARGET_SHARE and tickets >= AT_LEAST_OF_REFERENCE)
     return [
-        verdict(
-            f"{at}: >= {TARGET_SHARE:.0%} of the limit, or >= {AT_LEAST_OF_REFERENCE} x the tickets/s of the "
-            "reference on 2 where it falls short too",
-            reached,
-            f"{ours.fraction:.1%} of the limit (the reference: {reference.fraction:.1%}), {tickets:.2f} x its "
-            "tickets/s",
-        ),  # fmt: skip
+        ("PASS " if reached else "FAIL ")
+        + f"{at}: >= {TARGET_SHARE:.0%} of the limit, or >= {AT_LEAST_OF_REFERENCE} x the tickets/s of the reference "
+        f"on 2 where it falls short too: {ours.fraction:.1%} of the limit (the reference: {reference.fraction:.1%}), "
+        f"{tickets:.2f} x its tickets/s",
         ("AIM MET " if cpu <= CPU_AIM else "AIM MISSED ")
         + f"{at}: CPU per ticket over the simulator's <= {CPU_AIM:.2f} x the reference's: {cpu:.2f}",
     ]
-
-
-def verdict(target: str, passed: bool, measured: str) -> str:
-    """One target's line."""
-    return f"{'PASS' if passed else 'FAIL'} {target}: {measured}"
 
 
 def report(measured: dict) -> str:

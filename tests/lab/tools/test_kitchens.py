@@ -6,10 +6,11 @@ from dataclasses import replace
 
 import pytest
 
-from scripts.kitchens import GENERATORS, cpu_rows, most_at_once
+from scripts.kitchens import GENERATORS, cpu_rows
 from scripts.toolkit.cli import Clock
 from scripts.toolkit.load import wrk
 from scripts.toolkit.load.levels import Level
+from scripts.toolkit.measure.quantiles import most_at_once
 from scripts.toolkit.reports.kitchens_report import report, verdicts
 from tests.lab.tools.test_bench import level
 
