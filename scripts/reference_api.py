@@ -29,6 +29,7 @@ from ticket_api.ai import AiWork, classify_request, draft_request, embed_request
 from ticket_api.config import load_settings
 from ticket_api.database import resolve_dsn
 from ticket_api.models import Ticket
+from ticket_api.provider import client_options
 
 OPTIONS = {
     "unchecked-pool": "the pool lends a connection without checking it first (psycopg_pool's default)",
@@ -62,14 +63,8 @@ READ_BODY = Depends(json_body) if OPTION == "json-body" else Body()
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     """One psycopg pool and one provider client for the process."""
     settings = load_settings()
-    size = settings.provider_max_connections
-    limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
-    app.state.client = httpx.AsyncClient(
-        base_url=settings.provider_url,
-        headers={"Authorization": f"Bearer {settings.provider_api_key.get_secret_value()}"},
-        timeout=settings.provider_timeout_s,
-        transport=AiohttpTransport(limits=limits),
-    )
+    options = client_options(settings)  # the API's own: the provider's address and key, the pool's size, the timeouts
+    app.state.client = httpx.AsyncClient(transport=AiohttpTransport(limits=options["limits"]), **options)
     pool = ConnectionPool(
         resolve_dsn(settings),
         min_size=settings.db_pool_min_size,

@@ -10,7 +10,6 @@ check  (a) the latest snapshot equals the root, the earlier one differs only whe
 """
 
 import filecmp
-import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -18,7 +17,7 @@ from pathlib import Path
 from scripts.toolkit.cli import PROJECT_ROOT, CommandError, command_parser, progress, run
 from scripts.toolkit.databases import init
 from scripts.toolkit.lessons.snapshots_readme import render_readme
-from scripts.toolkit.lessons.spec import command_speed, load_lessons, run_command, shape_problems
+from scripts.toolkit.lessons.spec import SNAPSHOTS, command_speed, load_lessons, run_command, shape_problems
 from scripts.toolkit.lessons.student_files import OWN_README, all_files, student_files, unused_files
 from scripts.toolkit.lessons.suites import run_suite
 from scripts.toolkit.running import services
@@ -27,7 +26,6 @@ from ticket_api.config import load_settings
 from ticket_api.database import resolve_dsn
 
 ROOT = PROJECT_ROOT
-SNAPSHOTS = ROOT / "snapshots"
 
 
 def sync() -> list[str]:
@@ -117,10 +115,10 @@ def copy_tree(snapshot: Path, into: Path) -> Path:
 
 def suite_problem(label: str, project: Path, expected: int, database_url: str) -> str | None:
     """Run the project's suite: None when its summary is exactly `N passed`, else what is wrong."""
-    summary = run_suite(project, {"DATABASE_URL": database_url}).summary
-    if re.fullmatch(rf"{expected} passed in [\d.]+s( \([\d:]+\))?", summary):
+    suite = run_suite(project, {"DATABASE_URL": database_url})
+    if suite.passed_exactly(expected):
         return None
-    return f"{label}: expected '{expected} passed', got '{summary}'"
+    return f"{label}: expected '{expected} passed', got '{suite.summary}'"
 
 
 def check_suites_and_lessons(workdir: Path, speed: float) -> list[str]:

@@ -93,13 +93,12 @@ def render(result: dict, args: argparse.Namespace) -> str:
     shown = ", ".join(unanswered[:5]) + (", ..." if len(unanswered) > 5 else "")
     violations = "".join(f"\n    {line}" for line in result["violations"])
     crashed = "postgres" in restart  # --kill
-    stopped = (
-        "killed at once"
-        if crashed
-        else "killed after 35 s"
-        if restart["exit_code"] == -9
-        else f"drained and stopped in {restart['stop_s']:.1f} s"
-    )
+    if crashed:
+        stopped = "killed at once"
+    elif restart["exit_code"] == -9:
+        stopped = "killed after 35 s"
+    else:
+        stopped = f"drained and stopped in {restart['stop_s']:.1f} s"
     return (
         f"INTAKE_MODE={result['mode']}: {result['sent']} tickets sent by {args.users} users; simulator speed "
         f"{args.speed:g}, error rate {args.error_rate:g}, hang rate {args.hang_rate:g} ({args.hang_s:g} s, "

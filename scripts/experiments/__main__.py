@@ -6,6 +6,7 @@ start one of their own; this one is for measuring it by hand (curl, ab, Locust, 
 /docs). It listens on 127.0.0.1 only; Ctrl+C stops it.
 """
 
+import contextlib
 import os
 
 from scripts.experiments.runner import APP
@@ -45,12 +46,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     # uvicorn's output goes to this terminal; no access log: a log line per request costs time you would measure.
     argv = [*uvicorn_command(APP, args.port, args.workers), "--log-level", "warning"]
-    try:
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl+C or SIGTERM: `running` has stopped the app gracefully
         with running(argv, env={**os.environ, **settings}, stdout=None, stderr=None) as server:
             if server.wait() != 0:
                 raise CommandError(f"the experiment app stopped by itself, exit code {server.returncode}")
-    except KeyboardInterrupt:  # Ctrl+C or SIGTERM: `running` has stopped the app gracefully
-        pass
     progress("stopped")
     return 0
 

@@ -78,8 +78,8 @@ def run_checks(checks: list[Check], rerun: Callable[[str], str], clock: Clock) -
         blocked = next((results[d] for d in check.depends if d in results and results[d].status != PASSED), None)
         if blocked is not None:
             because = blocked.because or blocked.name
-            result = Result(check.name, check.description, SKIPPED, reason=f"could not check, because {because} failed")
-            results[check.name] = _named(result, check, because=because)
+            reason = f"could not check, because {because} failed"
+            results[check.name] = Result(check.name, check.description, SKIPPED, reason=reason, because=because)
             continue
         progress(f"[{clock}] {check.name}: {check.description} ...")
         started = time.monotonic()
@@ -104,12 +104,7 @@ def _attempt(check: Check, attempt: int) -> Result:
         result = Result("", "", ERROR, reason=f"could not run: {exc}")
     except Exception as exc:  # a bug of the checker: said in one line, never counted against the student
         result = Result("", "", ERROR, reason=f"could not run: the checker failed ({type(exc).__name__}: {exc})")
-    return _named(result, check)
-
-
-def _named(result: Result, check: Check, because: str | None = None) -> Result:
     result.name, result.description = check.name, check.description
-    result.because = because
     return result
 
 

@@ -45,8 +45,7 @@ class Context:
             name = f"lab_check_{os.getpid()}"
             dsn = self._resources.enter_context(temporary_database(self.server, name, dataset.SIZES["small"]))
             log_dir = Path(self._resources.enter_context(tempfile.TemporaryDirectory(prefix="lab-check-")))
-            self._stack = CheckStack(self.project, dsn, log_dir)
-            self._resources.callback(self._stack.close)
+            self._stack = CheckStack(self.project, dsn, log_dir, self._resources)  # its simulators stop first
         return self._stack
 
     def run(self, name: str, api_env: dict[str, str], fresh: bool = False) -> Run:

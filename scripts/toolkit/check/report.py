@@ -96,11 +96,10 @@ def _check_lines(result: Result) -> list[str]:
     if result.status == FAILED:
         lines += _wrapped(f"expected {result.expected}")
         lines += _wrapped(f"measured {result.measured}" + (" (failed twice)" if result.runs == 2 else ""))
-    elif result.measured:
-        lines += _wrapped(f"measured {result.measured}")
-    if result.status == FAILED:
         for line in (result.reason or "").splitlines():
             lines += _wrapped(line)
+    elif result.measured:
+        lines += _wrapped(f"measured {result.measured}")
     lines += [line for note in result.info for line in _wrapped(f"note: {note}")]
     if result.status == FAILED:
         hint = hints()[result.hint_id] if result.hint_id else None

@@ -9,7 +9,7 @@ the lesson command itself, which runs from the lab's folder. While a command run
 import re
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -55,17 +55,17 @@ class Run:
 
 
 class CheckStack:
-    """The simulators (one per speed, started when first needed) and the student's API, for one check."""
+    """The simulators (one per speed, started when first needed, stopped by `resources`) and the student's API."""
 
-    def __init__(self, project: Path, dsn: str, log_dir: Path):
-        self.project, self.dsn, self.log_dir = project, dsn, log_dir
+    def __init__(self, project: Path, dsn: str, log_dir: Path, resources: ExitStack):
+        self.project, self.dsn, self.log_dir, self.resources = project, dsn, log_dir, resources
         self.simulators: dict[float, Service] = {}
 
     def simulator(self, speed: float) -> Service:
         """The lab's simulator at `speed`, quota off."""
         if speed not in self.simulators:
             service = services.simulator(speed=speed, quota=0, log_dir=self.log_dir / f"simulator-{speed:g}")
-            self.simulators[speed] = service.start()
+            self.simulators[speed] = self.resources.enter_context(services.started(service))
         return self.simulators[speed]
 
     @contextmanager
@@ -104,12 +104,6 @@ class CheckStack:
         figures |= peaks | {"loop_held_s": round(sum(report["ms"] for report in held) / 1000, 2)}
         return Run(figures, held, text.splitlines())
 
-    def close(self) -> None:
-        """Stop the simulators."""
-        for service in self.simulators.values():
-            service.stop(services.STOP_TIMEOUT_S)
-        self.simulators.clear()
-
 
 @contextmanager
 def peaks_meanwhile(dsn: str, simulator_url: str, held_after_s: float) -> Iterator[dict[str, int]]:
@@ -146,16 +140,16 @@ EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)): (
 def startup_failure(log_text: str, project: Path) -> ApiDidNotStart:
     """Why the API did not start, from its output: `SyntaxError in ticket_api/intake.py line 26: invalid syntax`."""
     lines = [line.rstrip() for line in log_text.splitlines() if line.strip()]
-    place = None
-    for line in lines:
-        match = TRACEBACK_FILE.match(line)
-        if match and loop_sampler.in_project(Path(match[1]), project):
-            place = f"{Path(match[1]).relative_to(project).as_posix()} line {match[2]}"
-    for line in reversed(lines):
-        match = EXCEPTION.match(line.strip())
-        if match:
-            name = match[1].rsplit(".", 1)[-1]
-            return ApiDidNotStart(f"{name} in {place}: {match[2]}" if place else f"{name}: {match[2]}", name)
+    frames = [
+        frame
+        for frame in map(TRACEBACK_FILE.match, lines)
+        if frame and loop_sampler.in_project(Path(frame[1]), project)
+    ]
+    place = f"{Path(frames[-1][1]).relative_to(project).as_posix()} line {frames[-1][2]}" if frames else None
+    exceptions = [match for match in (EXCEPTION.match(line.strip()) for line in lines) if match]
+    if exceptions:
+        name, message = exceptions[-1][1].rsplit(".", 1)[-1], exceptions[-1][2]
+        return ApiDidNotStart(f"{name} in {place}: {message}" if place else f"{name}: {message}", name)
     startup = [line.removeprefix("ERROR:").strip() for line in lines if line.startswith("ERROR:")]
     reasons = [line for line in startup if "Application startup failed" not in line and "Traceback" not in line]
     if reasons:

@@ -14,13 +14,12 @@ from pathlib import Path
 
 from dotenv import dotenv_values
 
-from scripts.toolkit.cli import PROJECT_ROOT, CommandError
-from scripts.toolkit.lessons.spec import Lesson, lesson_chain
+from scripts.toolkit.cli import CommandError
+from scripts.toolkit.lessons.spec import SNAPSHOTS, Lesson, lesson_chain
 from scripts.toolkit.lessons.suites import NO_TRACES
 from scripts.toolkit.running.processes import run_to_completion
 from ticket_api.config import Settings
 
-SNAPSHOTS = PROJECT_ROOT / "snapshots"
 SETTINGS = tuple(name.upper() for name in Settings.model_fields)
 MISSING, COPIED, NOT_COPIED, EDITED = "missing", "copied", "not copied", "edited"
 

@@ -14,7 +14,8 @@ from pathlib import Path
 from scripts.toolkit.cli import PROJECT_ROOT, CommandError
 from scripts.toolkit.running.processes import run_to_completion
 
-LESSONS = PROJECT_ROOT / "snapshots" / "lessons.toml"
+SNAPSHOTS = PROJECT_ROOT / "snapshots"
+LESSONS = SNAPSHOTS / "lessons.toml"
 COMPARISONS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "=": operator.eq}
 COMMAND_TIMEOUT_S = 180  # the longest lesson command (a blocking stall at speed 1) takes about 20 s
 

@@ -45,11 +45,8 @@ def run_suite(project: Path, env: dict[str, str] | None = None, timeout_s: float
         return SuiteRun(f"no output (exit {result.returncode}): {result.stderr.strip()[-300:]}")
     summary = lines[-1]
     counts = {SINGULAR.get(word, word): int(number) for number, word in COUNT.findall(summary)}
-    failures = []
-    for line in lines:
-        match = SHORT_SUMMARY.match(line)
-        if match:
-            failures.append(f"{match[2]} - {match[3]}" if match[3] else match[2])
+    summaries = [SHORT_SUMMARY.match(line) for line in lines]
+    failures = [f"{match[2]} - {match[3]}" if match[3] else match[2] for match in summaries if match]
     return SuiteRun(summary, counts, failures)
 
 
