@@ -12,7 +12,7 @@ the lab's services: the lessons' scripts and the student suite use them.
 - dataset: the seeded data sets and random tickets
 - databases: the database: schema and data set loading, throwaway databases, and the one home of what the tools read
   of PostgreSQL's state
-- settings_table: the READMEs' settings table, written from `Settings` (and read by tests/test_config.py)
+- settings_table: the READMEs' settings table, written from the API's Settings (and read by tests/test_config.py)
 
 - running/: starting and stopping what the lab runs: the process runner, the simulator and the API as services, the
   whole lab per mode, the embedded PostgreSQL's processes, a busy machine, the sleeping provider

@@ -1,7 +1,7 @@
 """Starting and stopping what the lab runs, on free ports of 127.0.0.1, stopped by pid.
 
 - processes: the one process runner: free ports, child processes in a group of their own stopped by pid
-  (`start_process`, `running`, `stop_process`), a command run to its end (`run_command`, `run_in_foreground`), an
+  (`start_process`, `running`, `stop_process`), a command run to its end (`run_to_completion`, `run_in_foreground`), an
   ASGI app served in a thread, a function in an interpreter of its own (a student's project holds it)
 - services: a Service (a process ready on /health), the simulator and the API as Services, and every uvicorn
   command line (`uvicorn_command`) (a student's project holds it)
