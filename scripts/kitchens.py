@@ -56,6 +56,7 @@ from scripts.toolkit.running.stack import Stack, running_stack
 
 PARTS = ("io", "stall", "cpu")
 CPU_PATH = "/cpu/def"
+STALL_CONNECTIONS = 4 + 1  # scripts.stall's four tickets at a time, a connection each, and /health's own
 GENERATORS = ("python", "wrk", "wrk, new connections")  # the last sends each request on a connection of its own
 
 
@@ -96,14 +97,14 @@ def main() -> int:
 
 def stall_rows(stack: Stack, passes: int, clock: Clock) -> list[dict]:
     """scripts.stall's run in blocking and async mode on one worker and on two, each pass a row, with the
-    connections each worker held a second in (the tickets' four and /health's one)."""
+    connections each worker held once all were open (the tickets' four and /health's one)."""
     rows = []
     for mode in ("blocking", "async"):
         for workers in (1, 2):
             with stack.api(mode, workers=workers) as api:
                 for number in range(1, passes + 1):
                     progress(f"[{clock}] stall, {mode} on {workers} worker(s), pass {number}/{passes} ...")
-                    with looked_at_after(1.0, functools.partial(connections_by_worker, api)) as held:
+                    with looked_at_until(STALL_CONNECTIONS, functools.partial(connections_by_worker, api)) as held:
                         result = asyncio.run(measure_stall(api.url))
                     calls = [call for ticket in result["ticket_runs"] for call in ticket["provider_calls"]]
                     figures = {figure: result[figure] for figure in STALL_FIGURES if figure in result}
@@ -129,7 +130,7 @@ def cpu_window(app: Service, generator: str, seconds: float, clients: int) -> di
     of the CPU spent (the requests it served: each costs the same) and the connections each one held."""
     workers = worker_processes(app)
     before = [worker.cpu_times() for worker in workers]
-    with looked_at_after(seconds / 2, functools.partial(connections_by_worker, app)) as held:
+    with looked_at_until(clients, functools.partial(connections_by_worker, app)) as held:
         if generator == "python":
             figures = asyncio.run(python_get(app.url, clients, seconds))
         else:
@@ -162,15 +163,24 @@ def wrk_get(url: str, clients: int, seconds: float, keep_alive: bool) -> dict:
 
 
 @contextmanager
-def looked_at_after(delay_s: float, look: Callable[[], list[int]]) -> Iterator[list[int]]:
-    """While the block runs, `look()` once, `delay_s` in: its answer fills the list yielded."""
+def looked_at_until(enough: int, look: Callable[[], list[int]], every_s: float = 0.05) -> Iterator[list[int]]:
+    """While the block runs, `look()` until its answer adds up to `enough`: that answer, or the largest one, fills
+    the list yielded. (One look at a set time missed connections a busy machine's client had not yet opened.)"""
     seen: list[int] = []
-    looker = threading.Timer(delay_s, lambda: seen.extend(look()))
+    done = threading.Event()
+
+    def look_until_enough() -> None:
+        while not done.wait(every_s) and sum(seen) < enough:
+            answer = look()
+            if not seen or sum(answer) > sum(seen):
+                seen[:] = answer
+
+    looker = threading.Thread(target=look_until_enough)
     looker.start()
     try:
         yield seen
     finally:
-        looker.cancel()
+        done.set()
         looker.join()
 
 

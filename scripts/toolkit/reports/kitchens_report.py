@@ -85,7 +85,7 @@ def stall_lines(rows: list[dict]) -> list[str]:
     headers = ["INTAKE_MODE", "workers", "pass", "8 tickets", "/health answers", "median", "slowest", "waited"]
     return [
         "scripts.stall on one worker and on two (8 tickets, 4 at a time, /health on a connection of its own): the",
-        "most provider calls in flight at once, and the connections each worker held a second in:",
+        "most provider calls in flight at once, and the connections each worker held once all five were open:",
         "",
         format_table([*headers, "calls at once", "connections by worker"], table),
         "",
@@ -105,7 +105,7 @@ def cpu_lines(rows: list[dict]) -> list[str]:
     headers = ["workers", "generator", "req/s", "vs 1 worker", "generator's cores", "workers' cores"]
     return [
         "CPU work, GET /cpu/def (experiment 4): cores are CPU seconds a second; requests by worker from each worker's "
-        "share of the CPU (each request costs the same), connections as each worker held them mid-window:",
+        "share of the CPU (each request costs the same), connections as each worker held them once all were open:",
         "",
         format_table([*headers, "requests by worker", "connections by worker", "failed"], table),
         "",

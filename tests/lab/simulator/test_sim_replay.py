@@ -85,15 +85,18 @@ def test_sampled_medians_over_http_match_the_recording(server_factory):
 
 
 @pytest.mark.timing
-def test_each_call_waits_its_scaled_delay(http):
+def test_each_call_waits_its_scaled_delay(server_factory):
     """The wall time of a call is its applied delay (recorded x speed), never much less, not much more."""
+    # At speed 0.1 a classify waits about 90 ms: a busy machine's few milliseconds of HTTP are a small part of it
+    # (at 0.01 the 9 ms waits read 2.2 times as long under load).
     ratios = []
-    for _ in range(30):
-        started = time.perf_counter()
-        response = http.post("/v1/chat/completions", json=chat_body("classify"))
-        elapsed_ms = (time.perf_counter() - started) * 1000
-        applied_ms = float(response.headers["x-sim-delay-ms"])
-        assert applied_ms == pytest.approx(float(response.headers["x-sim-replayed-ms"]) * 0.01, abs=0.01)
-        ratios.append(elapsed_ms / applied_ms)
+    with server_factory("--speed", "0.1", "--quota", "0", "--seed", "7").client() as http:
+        for _ in range(30):
+            started = time.perf_counter()
+            response = http.post("/v1/chat/completions", json=chat_body("classify"))
+            elapsed_ms = (time.perf_counter() - started) * 1000
+            applied_ms = float(response.headers["x-sim-delay-ms"])
+            assert applied_ms == pytest.approx(float(response.headers["x-sim-replayed-ms"]) * 0.1, abs=0.01)
+            ratios.append(elapsed_ms / applied_ms)
     assert min(ratios) > 0.7  # timers may fire a little early, never by a third
-    assert statistics.median(ratios) < 2.0
+    assert statistics.median(ratios) < 1.5  # twice the delay would be 2
