@@ -170,7 +170,8 @@ def test_kill_9_of_postgres_under_load_is_503_and_the_api_recovers_by_itself(
     assert slowest < SLOWEST_ANSWER_S
     assert {status for status, _ in health} == {200}
     if mode != "blocking":  # a blocked event loop answers /health late, by design
-        assert max(took_s for _, took_s in health) < 1
+        # A wait for the pool on the event loop would hold /health DB_POOL_TIMEOUT_S; a busy machine's 1.2 s does not.
+        assert max(took_s for _, took_s in health) < 0.75 * DB_POOL_TIMEOUT_S
     with connect(own_database.dsn) as conn:
         saved = rows_by_marker(conn, own_database.customer_id)
         assert_whole_and_single(saved)
