@@ -125,7 +125,10 @@ def test_wrk_drives_a_closed_loop_and_its_mean_is_the_servers_time():
         figures = wrk.run_wrk(url, users=4, duration_s=2, ramp_s=0.4, bodies=[b'{"n": 1}', b'{"n": 2}'])
     assert figures["failed"] == 0
     assert 100 <= figures["mean_ms"] < 150  # the server's 100 ms, and little more
-    assert 4 * 2.4 / 0.1 * 0.7 < figures["requests"] <= 4 * 2.4 / 0.1  # closed loop: 4 users x 24 rounds at most
+    # A closed loop over wrk's own seconds: 4 users, each one ticket at a time (100 ms at least), each at work from
+    # its ramp's start (0.4 s at the latest) to the end, so about users x seconds / mean ticket time (Little's law).
+    assert 0.8 * 4 * (figures["seconds"] - 0.4) / (figures["mean_ms"] / 1000) <= figures["requests"]
+    assert figures["requests"] <= 4 * figures["seconds"] / 0.1
     assert {body["n"] for body in bodies} == {1, 2}
 
 
