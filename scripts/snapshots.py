@@ -155,17 +155,24 @@ def check_suites_and_lessons(workdir: Path, speed: float) -> list[str]:
 def command_problems(project: Path, command: dict, speed: float, database_url: str) -> list[str]:
     """Run one lesson command against a live stack made of `project`; compare its --json with `expect`.
 
-    A command's own `speed` in lessons.toml wins over the check's.
+    A command's own `speed` in lessons.toml wins over the check's. A run that misses only a timing bound runs once
+    more, as scripts.check's timing checks do: a busy machine slows the tickets, it never fails one.
     """
     speed = command_speed(command, speed)
     env = {**command.get("api_env", {}), "DATABASE_URL": database_url}
-    try:
-        with services.simulator(speed=speed, quota=0, cwd=project) as simulator:
-            with services.api(f"{simulator.url}/v1", env=env, cwd=project) as api:
-                figures = run_command(command, api.url, speed, cwd=project)
-    except CommandError as exc:
-        return [f"{command['name']}: {exc}"]
-    return [f"{command['name']}: {problem}" for problem in shape_problems(figures, command["expect"], speed)]
+    statuses = {key: bound for key, bound in command["expect"].items() if key == "statuses"}
+    for attempt in (1, 2):
+        try:
+            with services.simulator(speed=speed, quota=0, cwd=project) as simulator:
+                with services.api(f"{simulator.url}/v1", env=env, cwd=project) as api:
+                    figures = run_command(command, api.url, speed, cwd=project)
+        except CommandError as exc:
+            return [f"{command['name']}: {exc}"]
+        problems = shape_problems(figures, command["expect"], speed)
+        if not problems or attempt == 2 or shape_problems(figures, statuses, speed):
+            break
+        progress(f"    {command['name']}: {'; '.join(problems)}; running it once more")
+    return [f"{command['name']}: {problem}" for problem in problems]
 
 
 def main() -> int:
