@@ -10,6 +10,7 @@ import threading
 import time
 from collections import Counter
 
+import httpx
 import pytest
 
 from scripts.toolkit import dataset
@@ -23,9 +24,9 @@ from tests.lab.reliability.reliability_testing import (
     assert_idle,
     assert_rows_match_answer,
     marked_ticket,
-    metric_figures,
     post_all,
     run_short_soak,
+    wait_for,
 )
 from tests.servers import serve
 from ticket_api.connecting import connect
@@ -68,17 +69,22 @@ def slow_simulator(start_simulator):
     return start_simulator(speed=0.2)
 
 
+def simulator_in_flight(url: str) -> int:
+    """The calls the simulator is answering now (its GET /admin/stats)."""
+    return httpx.get(f"{url}/admin/stats").json()["in_flight"]
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_sigterm_in_the_middle_of_work_loses_no_ticket(start_api, slow_simulator, customer_id, db_conn, mode):
     api = start_api(f"{slow_simulator.url}/v1", INTAKE_MODE=mode)
     tickets = [marked_ticket(customer_id, f"n{number}") for number in range(6)]
     answers = []
+    # The simulator answers whatever the API's loop is doing (a blocked one cannot answer /metrics): the first
+    # ticket is under way once it has a call in flight. (Waiting 0.1 s instead lost the race on a loaded machine.)
+    wait_for(lambda: simulator_in_flight(slow_simulator.url) == 0, 30, "the last test's calls done")
     sender = threading.Thread(target=lambda: answers.extend(post_all(api.url, tickets, concurrency=6)))
     sender.start()
-    if mode != "blocking":  # a blocked event loop cannot answer /metrics: there the first ticket is surely under way
-        deadline = time.monotonic() + 10
-        while metric_figures(api.url)["ticket_api_provider_in_flight"] < 1:
-            assert time.monotonic() < deadline
+    wait_for(lambda: simulator_in_flight(slow_simulator.url) >= 1, 30, "the first ticket's call")
     time.sleep(0.1)
     exit_code = api.stop()  # SIGTERM: uvicorn stops accepting and finishes what it has
     sender.join(timeout=60)
