@@ -16,6 +16,7 @@ import pytest
 from scripts.toolkit import dataset
 from scripts.toolkit.cli import Clock
 from scripts.toolkit.databases import create_lab_database, drop_database
+from scripts.toolkit.measure.rates import read_simulator_stats
 from scripts.toolkit.running.stack import MODES
 from scripts.toolkit.soak.audit import Journey, check_rows, make_tickets
 from scripts.toolkit.soak.faults import send_all
@@ -71,7 +72,7 @@ def slow_simulator(start_simulator):
 
 def simulator_in_flight(url: str) -> int:
     """The calls the simulator is answering now (its GET /admin/stats)."""
-    return httpx.get(f"{url}/admin/stats").json()["in_flight"]
+    return read_simulator_stats(httpx.get(f"{url}/admin/stats"))["in_flight"]
 
 
 @pytest.mark.parametrize("mode", MODES)
