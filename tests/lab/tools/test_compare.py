@@ -109,7 +109,9 @@ def test_a_quick_comparison_shows_the_stall_writes_its_files_and_stops_everythin
     assert rows["blocking"]["health_slowest_ms"] > 5 * max(
         rows["async"]["health_slowest_ms"], rows["thread"]["health_slowest_ms"]
     )
-    assert rows["blocking"]["total_s"] > 2 * max(rows["async"]["total_s"], rows["thread"]["total_s"])
+    # 8 tickets' AI one at a time against 4 at a time. A busy machine adds each ticket's CPU in every mode, and the
+    # ratio falls toward 1 (1.95 seen); a blocking mode that does not block gives about 1.
+    assert rows["blocking"]["total_s"] > 1.5 * max(rows["async"]["total_s"], rows["thread"]["total_s"])
     names = sorted(os.path.basename(path) for path in figures["files"])
     assert names == [
         "compare.csv",
