@@ -48,15 +48,16 @@ def test_a_saturated_level_has_no_figure_and_no_say_in_the_knee():
 
 @pytest.mark.timing
 def test_a_def_route_stops_scaling_at_the_thread_limit(run_command):
-    # The app it starts has 4 threads: at most 4 sleeps of 50 ms at once, so at most 80 req/s.
+    # The app it starts has 4 threads: at most 4 sleeps of 50 ms at once, so at most 80 req/s. A busy machine can keep
+    # a level below that (58 req/s at 4 seen) but never above it, so 16 in flight is judged against the 80.
     result = run_command(
-        "sweep", "/sleep/def?ms=50", "--concurrency", "2,4,8", "--duration", "1", "--thread-limit", "4", "--json"
+        "sweep", "/sleep/def?ms=50", "--concurrency", "2,4,16", "--duration", "1", "--thread-limit", "4", "--json"
     )
     assert result.returncode == 0, result.stderr
     figures = json.loads(result.stdout)
     rps = {row["concurrency"]: row["rps"] for row in figures["levels"]}
     assert rps[4] >= 1.5 * rps[2]
-    assert rps[8] <= 1.25 * rps[4]
+    assert rps[16] <= 1.1 * 4 / 0.050
     assert figures["knee"]["concurrency"] == 4
 
 
