@@ -36,7 +36,7 @@ CLIENTS = 32
 SPEED = 0.05  # the simulator's: a ticket's AI work takes about 0.11 s
 TICKET_S = 2.2 * SPEED
 CREATED_BEFORE_THE_KILL = 8
-DB_POOL_TIMEOUT_S = 2
+DB_POOL_TIMEOUT_S = 4  # far above what a busy machine holds /health for in thread mode (1.7 s seen), see below
 DB_DOWN_S = DB_POOL_TIMEOUT_S + 1  # long enough for waiting requests to give up
 # The longest a request may take while PostgreSQL is down: its wait for a pooled connection, the check
 # that tells "down" from "busy", and in blocking mode the queue of every client's AI work; plus a margin.
@@ -170,7 +170,7 @@ def test_kill_9_of_postgres_under_load_is_503_and_the_api_recovers_by_itself(
     assert slowest < SLOWEST_ANSWER_S
     assert {status for status, _ in health} == {200}
     if mode != "blocking":  # a blocked event loop answers /health late, by design
-        # A wait for the pool on the event loop would hold /health DB_POOL_TIMEOUT_S; a busy machine's 1.2 s does not.
+        # A wait for the pool on the event loop would hold /health DB_POOL_TIMEOUT_S; a busy machine's 1.7 s does not.
         assert max(took_s for _, took_s in health) < 0.75 * DB_POOL_TIMEOUT_S
     with connect(own_database.dsn) as conn:
         saved = rows_by_marker(conn, own_database.customer_id)

@@ -93,10 +93,11 @@ def test_the_slowdown_grows_with_calls_in_flight(server_factory, tmp_path):
     recording = write_recording(
         tmp_path / "flat.jsonl", [recorded_call(operation, 100.0) for operation in ("classify", "draft", "embed")]
     )
-    sim = server_factory("--recording", str(recording), "--speed", "0.05", "--quota", "0", "--slowdown", "100")
+    # 50 ms a call before the slowdown: long enough that 20 calls from a busy machine's client are in flight together
+    sim = server_factory("--recording", str(recording), "--speed", "0.5", "--quota", "0", "--slowdown", "100")
     with sim.client() as client:
         alone = float(client.post("/v1/chat/completions", json=chat_body()).headers["x-sim-delay-ms"])
-    assert alone == pytest.approx(100 * 0.05 * 2)
+    assert alone == pytest.approx(100 * 0.5 * 2)
     crowded = [
         float(answer.headers["x-sim-delay-ms"])
         for answer in post_many(sim.base_url, "/v1/chat/completions", [chat_body()] * 20, concurrency=20)

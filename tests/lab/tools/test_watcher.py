@@ -96,9 +96,9 @@ def test_rows_say_no_answer_while_the_api_hangs_or_is_down():
         hanging.listen()
         api = f"http://127.0.0.1:{hanging.getsockname()[1]}"
         with watching_in_thread(api, f"http://127.0.0.1:{free_port()}") as watcher:
-            time.sleep(1.5)
+            time.sleep(2.5)
         rows = watcher.rows()
-    assert len(rows) >= 6  # five rows a second
+    assert len(rows) >= 6  # five rows a second; a busy machine delayed the first to 0.6 s
     late = [row for row in rows if row["t"] > NO_ANSWER_S + 0.2]
     assert late and all(not row["api_answers"] for row in late)
     assert late[-1]["health_s"] > 1.0  # how long /health has waited so far
