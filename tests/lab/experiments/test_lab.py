@@ -146,8 +146,10 @@ def test_only_the_blocking_client_serialises_the_upstream_calls(upstream):
     with serve(create_app(ExperimentSettings(provider_url=upstream.url))) as url:
         walls = {path: asyncio.run(burst(url, path, 5))[0] for path in UPSTREAM_PATHS}
     assert walls["/upstream/async-blocking"] >= 5 * upstream.delay_s * 0.9
-    assert walls["/upstream/def"] * 2.5 < walls["/upstream/async-blocking"]
-    assert walls["/upstream/async"] * 2.5 < walls["/upstream/async-blocking"]
+    # 5 calls one at a time against 5 at once: about 5x; a busy machine's overhead brought async to 2.49x, and a
+    # client that does not serialise gives about 1
+    assert walls["/upstream/def"] * 2 < walls["/upstream/async-blocking"]
+    assert walls["/upstream/async"] * 2 < walls["/upstream/async-blocking"]
 
 
 @pytest.mark.timing
