@@ -1,7 +1,9 @@
 """The experiment app's routes: what each answers, its bounds, and how each way of waiting behaves."""
 
 import asyncio
+import gc
 import multiprocessing
+from collections.abc import Iterator
 from datetime import datetime
 
 import httpx
@@ -117,6 +119,21 @@ def test_a_provider_that_is_down_or_failing_makes_the_upstream_routes_answer_502
             assert (response.status_code, response.json()["error"]) == (502, "ai_unavailable"), path
 
 
+@pytest.fixture
+def without_gc_pauses() -> Iterator[None]:
+    """The garbage collector off while bursts are timed.
+
+    The server runs in the test's own process, where a full collection of pytest's heap paused everything
+    0.3-0.5 s on a busy machine: as long as a whole burst of 200 ms sleeps.
+    """
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 async def burst(url: str, path: str, count: int) -> tuple[Load, float]:
     """`count` requests at once while /health is probed: (the load's figures, /health median ms)."""
     stop = asyncio.Event()
@@ -133,13 +150,13 @@ async def burst(url: str, path: str, count: int) -> tuple[Load, float]:
 def spread_ms(load: Load) -> float:
     """How far apart a burst's requests finished: about 0 when they ran together, their waits added when serialised.
 
-    Unlike the wall time, a pause of the whole process (the server runs in the test's own: a full garbage
-    collection took 0.3-0.5 s on a busy machine) moves every request in flight alike and leaves this alone.
+    Unlike the wall time, a pause of the whole process moves every request in flight alike and leaves this alone.
     """
     return max(load.latencies_ms) - min(load.latencies_ms)
 
 
 @pytest.mark.timing
+@pytest.mark.usefixtures("without_gc_pauses")
 def test_only_the_blocking_sleep_serialises_the_requests_and_stalls_health():
     with serve(create_app(ExperimentSettings())) as url:
         results = {path: asyncio.run(burst(url, f"{path}?ms=200", 5)) for path in SLEEP_PATHS}
@@ -151,6 +168,7 @@ def test_only_the_blocking_sleep_serialises_the_requests_and_stalls_health():
 
 
 @pytest.mark.timing
+@pytest.mark.usefixtures("without_gc_pauses")
 def test_only_the_blocking_client_serialises_the_upstream_calls(upstream):
     with serve(create_app(ExperimentSettings(provider_url=upstream.url))) as url:
         loads = {path: asyncio.run(burst(url, path, 5))[0] for path in UPSTREAM_PATHS}
@@ -161,6 +179,7 @@ def test_only_the_blocking_client_serialises_the_upstream_calls(upstream):
 
 
 @pytest.mark.timing
+@pytest.mark.usefixtures("without_gc_pauses")
 def test_the_app_reads_thread_limit_from_the_environment_when_it_starts_not_at_import(monkeypatch):
     monkeypatch.setenv("THREAD_LIMIT", "2")  # `app` was made at import, before this
     with serve(app) as url:
