@@ -98,7 +98,9 @@ def test_the_page_shows_the_blocking_stall_and_not_the_async_one(lab_database_ur
     # Async: the four wait together, and the loop stays free. The lag is the bound of its histogram bucket:
     # (0.1, 0.25] on a busy machine, where blocking's is above 1 s.
     assert float(awaited["lag_s_max"]) <= 0.25
-    assert float(awaited["health_s_max"]) < 0.25
+    # The watcher's own round trip, on a busy machine: 0.47 s once in 20 runs; async calling the blocking client
+    # would be blocking's figure above (2 s or more).
+    assert float(awaited["health_s_max"]) < 0.8
     assert float(awaited["api_in_flight_max"]) >= 2 or float(awaited["sim_in_flight_max"]) >= 2
     # the four connections are not held while the tickets wait (thread mode holds all four), but lent to each
     # check and each save, for milliseconds
