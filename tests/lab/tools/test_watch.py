@@ -95,12 +95,11 @@ def test_the_page_shows_the_blocking_stall_and_not_the_async_one(lab_database_ur
     assert float(blocking["health_s_max"]) >= 2.0
     assert int(blocking["no_answer"]) > 5
     assert float(blocking["sim_in_flight_max"]) == 1
-    # Async: the four wait together, and the loop stays free. The lag is the bound of its histogram bucket:
-    # (0.1, 0.25] on a busy machine, where blocking's is above 1 s.
-    assert float(awaited["lag_s_max"]) <= 0.25
-    # The watcher's own round trip, on a busy machine: 0.47 s once in 20 runs; async calling the blocking client
-    # would be blocking's figure above (2 s or more).
-    assert float(awaited["health_s_max"]) < 0.8
+    # Async: the four wait together, and the loop stays free: less than a second, where a loop held by the waiting
+    # client (blocking above, and async calling that client) gives 2 s or more. A busy machine took async's lag to
+    # 0.25-0.33 s (estimated within its histogram bucket) and the watcher's /health round trip to 0.47 s.
+    assert float(awaited["lag_s_max"]) < 1.0
+    assert float(awaited["health_s_max"]) < 1.0
     assert float(awaited["api_in_flight_max"]) >= 2 or float(awaited["sim_in_flight_max"]) >= 2
     # the four connections are not held while the tickets wait (thread mode holds all four), but lent to each
     # check and each save, for milliseconds
