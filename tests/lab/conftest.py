@@ -1,9 +1,6 @@
 """The lab's own tests: the markers `timing`, on each test whose verdict depends on how long something took, and
 `uvloop`, on each that needs uvloop (.ci/run runs them where it is installed; the student's install leaves it out)."""
 
-import gc
-from collections.abc import Iterator
-
 import pytest
 
 
@@ -14,18 +11,3 @@ def pytest_configure(config: pytest.Config) -> None:
         "timing: its verdict depends on how long something took; it passes 20 runs in a row on a busy machine",
     )
     config.addinivalue_line("markers", "uvloop: it needs uvloop, which the student's install leaves out")
-
-
-@pytest.fixture
-def without_gc_pauses() -> Iterator[None]:
-    """The garbage collector off while a server in the test's own process is timed.
-
-    A full collection of pytest's heap paused that process 0.3-0.5 s on a busy machine: longer than a burst of
-    200 ms sleeps, or than the watchdog's threshold.
-    """
-    gc.collect()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()

@@ -60,7 +60,6 @@ def test_the_watchdog_names_the_do_ai_work_line_in_blocking_mode(make_settings, 
 
 
 @pytest.mark.timing
-@pytest.mark.usefixtures("without_gc_pauses")
 def test_the_watchdog_stays_quiet_in_async_mode(make_settings, caplog):
     settings = make_settings(intake_mode="async", loop_watchdog_ms=150)
     with caplog.at_level(logging.WARNING, logger="ticket_api.watchdog"):
