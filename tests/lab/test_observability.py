@@ -34,11 +34,15 @@ def gauges_while_tickets_wait(url: str, tickets: int) -> dict[str, list[float]]:
                     samples[name].append(figures[name])
                 time.sleep(0.02)
 
+    together = threading.Barrier(tickets)
+
+    def send(_: int) -> int:
+        together.wait(timeout=30)
+        return httpx.post(f"{url}/v1/tickets", json=TICKET, timeout=30).status_code
+
     with ThreadPoolExecutor(tickets + 1) as pool:
         sampler = pool.submit(sample)
-        statuses = list(
-            pool.map(lambda _: httpx.post(f"{url}/v1/tickets", json=TICKET, timeout=30).status_code, range(tickets))
-        )
+        statuses = list(pool.map(send, range(tickets)))
         done.set()
         sampler.result()
     assert statuses == [201] * tickets
@@ -73,7 +77,7 @@ def test_the_watchdog_stays_quiet_in_async_mode(make_settings, caplog):
 @pytest.mark.timing
 def test_metrics_show_thread_mode_holding_threads_and_connections(make_settings):
     settings = make_settings(intake_mode="thread", db_pool_max_size=10)
-    with serve(create_app(settings, FakeProvider(0.3))) as url:
+    with serve(create_app(settings, FakeProvider(0.6))) as url:
         gauges = gauges_while_tickets_wait(url, 6)
     assert max(gauges["ticket_api_threads_borrowed"]) >= 6  # one thread per waiting ticket
     assert statistics.median(gauges["ticket_api_db_pool_in_use"]) >= 5  # and a connection each, most of the time
@@ -83,7 +87,7 @@ def test_metrics_show_thread_mode_holding_threads_and_connections(make_settings)
 @pytest.mark.timing
 def test_metrics_show_async_mode_waiting_without_threads_or_connections(make_settings):
     settings = make_settings(intake_mode="async", db_pool_max_size=10)
-    with serve(create_app(settings, FakeProvider(0.3))) as url:
+    with serve(create_app(settings, FakeProvider(0.6))) as url:
         gauges = gauges_while_tickets_wait(url, 6)
     assert max(gauges["ticket_api_provider_in_flight"]) >= 6  # all six wait on the provider together
     assert statistics.median(gauges["ticket_api_threads_borrowed"]) == 0  # holding no thread while they wait
