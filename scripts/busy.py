@@ -26,7 +26,7 @@ from scripts.toolkit.cli import CommandError, command_parser, non_negative_int, 
 from scripts.toolkit.running.busy import busy_machine, describe_loads, report_loads
 from scripts.toolkit.running.processes import run_in_foreground
 from ticket_api.config import load_settings
-from ticket_api.database import release_dsn, resolve_dsn
+from ticket_api.instruments.connections import release_dsn, resolve_dsn
 
 EXIT_CODES = "Exit codes: the command's; 2 when the load could not start, or stopped before the command ended."
 

@@ -27,7 +27,7 @@ from starlette.concurrency import run_in_threadpool
 
 from ticket_api.ai import AiWork, classify_request, draft_request, embed_request, read_answers
 from ticket_api.config import load_settings
-from ticket_api.database import resolve_dsn
+from ticket_api.instruments.connections import resolve_dsn
 from ticket_api.models import Ticket
 from ticket_api.provider import client_options
 

@@ -23,7 +23,7 @@ from scripts.toolkit.lessons.suites import run_suite
 from scripts.toolkit.running import services
 from scripts.toolkit.settings_table import load_settings_class, with_settings_table
 from ticket_api.config import load_settings
-from ticket_api.database import resolve_dsn
+from ticket_api.instruments.connections import resolve_dsn
 
 ROOT = PROJECT_ROOT
 

@@ -34,8 +34,8 @@ from scripts.toolkit.running.stack import parse_modes
 from scripts.toolkit.soak.audit import check_rows, make_tickets, summarize
 from scripts.toolkit.soak.faults import send_all
 from ticket_api.config import load_settings
-from ticket_api.database import resolve_dsn, shown_dsn
-from ticket_api.embedded import embedded_dsn, stop_embedded
+from ticket_api.instruments.connections import resolve_dsn, shown_dsn
+from ticket_api.instruments.embedded import embedded_dsn, stop_embedded
 
 
 def soak_mode(

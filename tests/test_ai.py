@@ -15,7 +15,7 @@ from ticket_api.ai import (
     read_answers,
 )
 from ticket_api.errors import ProviderUnavailable
-from ticket_api.timing import Timer
+from ticket_api.instruments.requestlog import Timer
 
 CLASSIFIED = {
     "model": "gpt-4o-mini",

@@ -4,12 +4,12 @@ import psycopg
 import pytest
 from fastapi.testclient import TestClient
 
-from scripts.toolkit.databases import temporary_database
+from scripts.toolkit.databases import apply_schema, temporary_database
 from scripts.toolkit.running.processes import free_port
 from tests.fakes import FakeProvider
-from ticket_api.connecting import connect, shown_dsn
-from ticket_api.database import Database, apply_schema, resolve_dsn
+from ticket_api.database import Database
 from ticket_api.errors import StartupError
+from ticket_api.instruments.connections import connect, resolve_dsn, shown_dsn
 from ticket_api.main import create_app
 
 

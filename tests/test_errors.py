@@ -5,8 +5,8 @@ import pytest
 from fastapi.testclient import TestClient
 from psycopg.conninfo import make_conninfo
 
+from scripts.toolkit.databases import apply_schema
 from tests.fakes import FakeProvider
-from ticket_api.database import apply_schema
 from ticket_api.errors import ProviderBusy, ProviderTimeout, ProviderUnavailable
 from ticket_api.main import create_app
 

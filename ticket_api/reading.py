@@ -5,7 +5,8 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query
 
 from ticket_api.deps import DbDep, TimerDep
-from ticket_api.errors import TicketNotFound, documented
+from ticket_api.errors import TicketNotFound
+from ticket_api.instruments.error_answers import documented
 from ticket_api.models import Ticket, TicketPage
 from ticket_api.repository import get_ticket, list_tickets
 

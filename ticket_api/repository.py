@@ -8,8 +8,8 @@ from psycopg.rows import DictRow
 from ticket_api.ai import AiWork, do_ai_work
 from ticket_api.database import Database
 from ticket_api.errors import CustomerNotFound, IdempotencyKeyReused
+from ticket_api.instruments.requestlog import Timer
 from ticket_api.models import NewTicket, Ticket
-from ticket_api.timing import Timer
 
 TICKET_COLUMNS = """
     t.id, t.customer_id, t.subject, t.body, r.category, r.priority, r.draft_reply, t.created_at

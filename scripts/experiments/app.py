@@ -24,8 +24,9 @@ from scripts.experiments.cpu import DEFAULT_LOOPS, burn_cpu
 from scripts.experiments.rows import LabRow, sample_rows
 from scripts.experiments.settings import ExperimentSettings
 from scripts.experiments.tools import LabTools
-from ticket_api.errors import ProviderUnavailable, describe, install_error_handlers
-from ticket_api.requestlog import RequestLog, configure_logging
+from ticket_api.errors import ProviderUnavailable, describe
+from ticket_api.instruments.error_answers import install_error_handlers
+from ticket_api.instruments.requestlog import RequestLog, configure_logging, set_log_level
 
 WaitMs = Annotated[int, Query(ge=0, le=10_000, description="how long to wait, in milliseconds")]
 Loops = Annotated[int, Query(ge=1_000, le=5_000_000, description="size of the CPU work (300,000 is ~13 ms)")]
@@ -193,7 +194,8 @@ def create_app(settings: ExperimentSettings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.settings = settings or ExperimentSettings.from_environment()
-        configure_logging(app.state.settings.log_level)
+        configure_logging()
+        set_log_level(app.state.settings.log_level)
         to_thread.current_default_thread_limiter().total_tokens = app.state.settings.thread_limit
         app.state.lab = LabTools(app.state.settings.provider_url)
         try:

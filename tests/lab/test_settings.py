@@ -12,7 +12,8 @@ from scripts.toolkit import cli
 from scripts.toolkit.running import processes, services
 from tests.lab.tools.commands import run_module
 from tests.test_config import refusal
-from ticket_api.config import hide_password, load_settings
+from ticket_api.config import load_settings
+from ticket_api.instruments.startup import hide_password
 
 PASSWORD = "PGSECRETPW"
 BAD = [  # variable, value, a word of the one-line answer

@@ -19,7 +19,7 @@ from scripts.toolkit.metrics import read_metrics
 from scripts.toolkit.running.postgres import postmaster
 from scripts.toolkit.running.processes import free_port, run_to_completion, start_process, stop_process
 from scripts.toolkit.running.services import API_APP, simulator, started, uvicorn_command
-from ticket_api import workers
+from ticket_api.instruments import workers
 
 TICKET = {"customer_id": 1, "subject": "Parcel 51 has not arrived", "body": "It was due on Monday."}
 OWN_EMBEDDED = {"DATABASE_URL": "", "PYTHONDONTWRITEBYTECODE": "1"}  # blank: the project's own embedded server

@@ -17,7 +17,7 @@ from scripts.toolkit.check.student_project import database_server
 from scripts.toolkit.cli import progress
 from scripts.toolkit.databases import temporary_database
 from scripts.toolkit.lessons.spec import Lesson, find_command
-from ticket_api.connecting import shown_dsn
+from ticket_api.instruments.connections import shown_dsn
 
 
 class Context:

@@ -24,8 +24,8 @@ from scripts.toolkit.lessons.suites import NO_TRACES
 from scripts.toolkit.measure.rates import read_simulator_stats
 from scripts.toolkit.running import services
 from scripts.toolkit.running.services import Service, ServiceDidNotAnswer, ServiceStopped
-from ticket_api.connecting import connect
 from ticket_api.errors import StartupError
+from ticket_api.instruments.connections import connect
 
 CHECK_SPEED = 0.5  # the simulator's speed for the commands without a `speed` of their own in lessons.toml
 # A lesson command takes 20 s at most on a correct project (the blocking stall at speed 1); a broken one can take

@@ -138,7 +138,10 @@ def database_server(project: Path) -> Iterator[str]:
             f"{project} has no PostgreSQL yet: no DATABASE_URL, and no embedded server in .lab/pgdata; "
             "run `python -m scripts.db init` in it first"
         )
-    from ticket_api.embedded import embedded_dsn, release_embedded  # only the embedded way needs the package
+    from ticket_api.instruments.embedded import (  # only the embedded way needs the package
+        embedded_dsn,
+        release_embedded,
+    )
 
     dsn = embedded_dsn(pgdata)
     try:

@@ -11,7 +11,7 @@ import psutil
 
 from scripts.toolkit.cli import CommandError
 from ticket_api.config import load_settings
-from ticket_api.embedded import PGDATA, embedded_dsn, embedded_postgres
+from ticket_api.instruments.embedded import PGDATA, embedded_dsn, embedded_postgres
 
 DOWN_S = 2.0  # how long a crashed server stays down before it is started again
 

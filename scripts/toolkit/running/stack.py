@@ -15,7 +15,7 @@ from scripts.toolkit.cli import Clock, CommandError, one_or_more_of, progress
 from scripts.toolkit.databases import init
 from scripts.toolkit.running.services import API_APP, Service, api, simulator, started
 from ticket_api.config import load_settings
-from ticket_api.database import resolve_dsn, shown_dsn
+from ticket_api.instruments.connections import resolve_dsn, shown_dsn
 
 MODES = ("blocking", "async", "thread")  # INTAKE_MODE's values (Settings.intake_mode), in the course's order
 LOOPS = ("asyncio", "uvloop")  # asyncio's own loop is the course's; uvloop is the optional extra

@@ -6,7 +6,7 @@ from scripts.toolkit import dataset
 from scripts.toolkit.cli import CommandError, progress, run
 from scripts.toolkit.databases import init, status
 from ticket_api.config import load_settings
-from ticket_api.database import resolve_dsn, shown_dsn
+from ticket_api.instruments.connections import resolve_dsn, shown_dsn
 
 
 def main() -> int:
@@ -30,7 +30,7 @@ def main() -> int:
     if args.command in ("start", "stop"):
         if settings.database_url:
             raise CommandError(f"DATABASE_URL is set: that server is not the lab's to {args.command}")
-        from ticket_api.embedded import embedded_dsn, stop_embedded
+        from ticket_api.instruments.embedded import embedded_dsn, stop_embedded
 
         if args.command == "start":
             print(

@@ -5,7 +5,7 @@ import inspect
 import logging
 import time
 
-from ticket_api.watchdog import LoopWatchdog
+from ticket_api.instruments.watchdog import LoopWatchdog
 
 
 async def waits_the_wrong_way() -> None:

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 import orjson
 
 from ticket_api.errors import ProviderUnavailable
-from ticket_api.timing import Timer
+from ticket_api.instruments.requestlog import Timer
 
 CATEGORIES = ("billing", "technical", "account", "shipping", "general")
 PRIORITIES = ("low", "normal", "high", "urgent")

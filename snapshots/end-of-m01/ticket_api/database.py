@@ -1,22 +1,23 @@
 """PostgreSQL through psycopg_pool: `with db.connection() as conn:` is one transaction on a pooled connection."""
 
-import selectors
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
-from typing import Any
 
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ticket_api.config import Settings
-from ticket_api.connecting import CONNECT_TIMEOUT_S, BusyOrDown, connect, shown_dsn
 from ticket_api.errors import StartupError
-from ticket_api.metrics import InFlight
-from ticket_api.querycount import CountingConnection
-from ticket_api.workers import application_name
+from ticket_api.instruments.connections import (
+    CONNECT_TIMEOUT_S,
+    BusyOrDown,
+    check_if_server_wrote,
+    connect,
+    shown_dsn,
+)
+from ticket_api.instruments.requestlog import CountingConnection, InFlight
+from ticket_api.instruments.workers import application_name
 
-SCHEMA = Path(__file__).with_name("schema.sql")
 # psycopg_pool retries a lost connection with a doubling pause (1, 2, 4, 8, 16 s ...) for
 # `reconnect_timeout`, 5 minutes by default: after a minute's outage its next try could come half a
 # minute or more after the server is back, with every ticket meanwhile a 503 db_busy. Given up
@@ -91,53 +92,3 @@ class Database:
             raise self.busy_or_down.error() from None
         except psycopg.OperationalError as exc:
             raise self.busy_or_down.refused(exc) from None
-
-    def stats(self) -> dict[str, int]:
-        """Pool figures for /metrics: size, in use, waiting, lent so far, total ms waited (zeros without a pool)."""
-        stats = self.pool.get_stats() if self.pool is not None else {}
-        return {
-            "size": stats.get("pool_size", 0),
-            "in_use": self.lent.now,
-            "waiting": self.asked.now - self.lent.now,
-            "lent": self.lent.so_far,
-            "max": self.max_size if self.pool is not None else 0,
-            "wait_ms": stats.get("requests_wait_ms", 0),
-        }
-
-
-def check_if_server_wrote(conn: CountingConnection) -> None:
-    """The pool's check before it lends a connection: an empty query, only if the server wrote to it meanwhile."""
-    # A connection the server closed while it sat idle (a restart, a terminated backend) has something to read:
-    # its end, or the server's last message. It fails the empty query and is replaced, not handed to a request.
-    # A connection with nothing to read is lent without the round trip, a ticket's two empty queries fewer.
-    if conn.closed or server_wrote(conn):
-        ConnectionPool.check_connection(conn)
-
-
-def server_wrote(conn: psycopg.Connection[Any]) -> bool:
-    """Whether the connection has something to read now, without waiting (any descriptor, past 1,023 too)."""
-    with selectors.DefaultSelector() as selector:
-        selector.register(conn, selectors.EVENT_READ)
-        return bool(selector.select(timeout=0))
-
-
-def resolve_dsn(settings: Settings) -> str:
-    """DATABASE_URL if set; otherwise the embedded server, started if needed."""
-    if settings.database_url:
-        return settings.database_url
-    from ticket_api.embedded import embedded_dsn  # only the embedded way needs the package
-
-    return embedded_dsn()
-
-
-def release_dsn(settings: Settings) -> None:
-    """Done with the database of resolve_dsn(): the embedded server stops if no other process uses it."""
-    if not settings.database_url:
-        from ticket_api.embedded import release_embedded
-
-        release_embedded()
-
-
-def apply_schema(conn: psycopg.Connection) -> None:
-    """Create the tables if they are missing (the SQL is idempotent)."""
-    conn.execute(SCHEMA.read_text())

@@ -10,9 +10,9 @@ from fastapi import Depends, Header, Request
 from fastapi.exceptions import RequestValidationError
 
 from ticket_api.database import Database
+from ticket_api.instruments.requestlog import Timer, current_timer
 from ticket_api.models import NewTicket
 from ticket_api.provider import Provider
-from ticket_api.timing import Timer, current_timer
 
 
 async def get_db(request: Request) -> Database:

@@ -3,7 +3,7 @@
 from fastapi import APIRouter
 
 from ticket_api.deps import DbDep, NewTicketDep, ProviderDep, TimerDep
-from ticket_api.errors import documented
+from ticket_api.instruments.error_answers import documented
 from ticket_api.models import Ticket
 from ticket_api.repository import create_in_one_transaction, find_earlier_ticket
 

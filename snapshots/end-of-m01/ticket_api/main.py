@@ -3,66 +3,49 @@
 from contextlib import asynccontextmanager
 
 from anyio import to_thread
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI
 
 from ticket_api import intake, reading
 from ticket_api.config import Settings, load_settings
-from ticket_api.database import Database, release_dsn, resolve_dsn
-from ticket_api.errors import install_error_handlers
-from ticket_api.metrics import Metrics
-from ticket_api.middleware import BodyLimit, OneLineStartupErrors
-from ticket_api.provider import Provider, warn_if_unreachable
-from ticket_api.requestlog import RequestLog, configure_logging
-from ticket_api.watchdog import LoopWatchdog
-
-MAX_BODY_BYTES = 64 * 1024  # a ticket is at most ~5 KB of JSON; larger bodies get 413
+from ticket_api.database import Database
+from ticket_api.instruments import ALL, Instruments
+from ticket_api.instruments.connections import release_dsn, resolve_dsn
+from ticket_api.instruments.error_answers import install_error_handlers
+from ticket_api.instruments.startup import warn_if_unreachable
+from ticket_api.provider import Provider
 
 
-def create_app(settings: Settings | None = None, provider=None) -> FastAPI:
+def create_app(settings: Settings | None = None, provider=None, instruments: Instruments = ALL) -> FastAPI:
     """The API; tests pass their own settings and a provider with the same interface (FakeProvider)."""
-    metrics = Metrics()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         app.state.settings = settings or load_settings()
-        configure_logging(app.state.settings.log_level)
         to_thread.current_default_thread_limiter().total_tokens = app.state.settings.thread_limit
         dsn = await to_thread.run_sync(resolve_dsn, app.state.settings)
         app.state.db = Database(dsn, app.state.settings)
         app.state.provider = provider or Provider(app.state.settings)
-        watchdog = LoopWatchdog(app.state.settings.loop_watchdog_ms, on_lag=metrics.loop_lag.observe)
         try:
             await to_thread.run_sync(app.state.db.open)
             if provider is None:
                 await warn_if_unreachable(app.state.settings.provider_url)
-            watchdog.start()
             yield
         finally:
-            await watchdog.stop()
             if provider is None:
                 app.state.provider.close()
             await to_thread.run_sync(app.state.db.close)
             await to_thread.run_sync(release_dsn, app.state.settings)
 
     app = FastAPI(title="Ticket API", lifespan=lifespan)
-    app.state.metrics = metrics
-    metrics.watch(app.state)
     install_error_handlers(app)
-    app.add_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES)
-    app.add_middleware(RequestLog, metrics=metrics)
-    app.add_middleware(OneLineStartupErrors)
     app.include_router(intake.router)
     app.include_router(reading.router)
+    instruments.plug_into(app)  # the request log, /metrics, the watchdog ...: ticket_api/instruments/
 
     @app.get("/health")
     async def health() -> dict:
         """Always `{"status": "ok"}`: no database, nothing awaited, so it shows only how free the loop is."""
         return {"status": "ok"}
-
-    @app.get("/metrics", include_in_schema=False)
-    async def read_metrics(request: Request) -> Response:
-        """The metrics in Prometheus text format."""
-        return Response(metrics.render(), media_type="text/plain; version=0.0.4")
 
     return app
 

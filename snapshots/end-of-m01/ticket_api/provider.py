@@ -1,20 +1,14 @@
 """The AI provider over HTTP: `call` sends a request and waits for the answer."""
 
-import asyncio
-import logging
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from urllib.parse import urlsplit
 
 import httpx
 
 from ticket_api.config import Settings
 from ticket_api.errors import ProviderBusy, ProviderTimeout, ProviderUnavailable, describe
-from ticket_api.metrics import InFlight
-from ticket_api.timing import note_provider_call
-
-log = logging.getLogger("ticket_api")
+from ticket_api.instruments.requestlog import InFlight, note_provider_call
 
 
 class Provider:
@@ -85,15 +79,3 @@ def _check(response: httpx.Response) -> dict:
         return response.json()
     except ValueError:
         raise ProviderUnavailable("the AI provider's answer is not JSON") from None
-
-
-async def warn_if_unreachable(provider_url: str) -> None:
-    """A WARNING line if nothing listens at the provider's address; the API starts anyway (it may come later)."""
-    url = urlsplit(provider_url)
-    port = url.port or (443 if url.scheme == "https" else 80)
-    try:
-        _, writer = await asyncio.wait_for(asyncio.open_connection(url.hostname, port), timeout=1.0)
-        writer.close()
-    except (TimeoutError, OSError) as exc:
-        reason = describe(exc) if str(exc) else "no connection within 1 s"
-        log.warning("the AI provider at %s does not answer (%s): tickets get 502 ai_unavailable", provider_url, reason)

@@ -11,7 +11,8 @@ from scripts.toolkit import dataset
 from scripts.toolkit.databases import temporary_database
 from tests.fakes import FakeProvider
 from ticket_api.config import Settings, load_settings
-from ticket_api.database import Database, resolve_dsn
+from ticket_api.database import Database
+from ticket_api.instruments.connections import resolve_dsn
 from ticket_api.main import create_app
 
 TEST_CUSTOMERS = dataset.Size(customers=20, tickets=0)

@@ -1,21 +1,14 @@
 """Settings: one class, read from the environment and a `.env` file (the environment wins)."""
 
-import re
-from typing import Any, Literal
-from urllib.parse import urlsplit
+from typing import Annotated, Any, Literal
 
-import psycopg
-from psycopg.conninfo import conninfo_to_dict
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import AfterValidator, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ticket_api.errors import StartupError
+from ticket_api.instruments.startup import api_root, describe_invalid_setting, header_safe, postgres_url
 
 HOUR_S = 3600  # the longest any timeout may be: a bound, so that `inf` or `1e400` cannot get through
-# The password of a PostgreSQL URL (`://user:password@`) or of a key=value string (`password=...`),
-# found in any text, even a malformed one: what hide_password() replaces.
-URL_PASSWORD = re.compile(r"(://[^\s/:@]*:).*@")
-KEY_VALUE_PASSWORD = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'?|[^\s&]*)", re.IGNORECASE)
 
 
 class Settings(BaseSettings):
@@ -23,7 +16,7 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore")
 
-    database_url: str | None = Field(
+    database_url: Annotated[str | None, AfterValidator(postgres_url)] = Field(
         None,
         description="`postgresql://user:password@host:port/dbname` (or libpq's `host=... dbname=...`) of your own "
         "PostgreSQL; unset, empty or blank = the embedded server in `.lab/pgdata`",
@@ -40,12 +33,12 @@ class Settings(BaseSettings):
         le=HOUR_S,
         description="how long a request waits for a free connection before 503 `db_busy`",
     )
-    provider_url: str = Field(
+    provider_url: Annotated[str, AfterValidator(api_root)] = Field(
         "http://127.0.0.1:8100/v1",
         description="the OpenAI-compatible provider's API root, ending in `/v1` (`python -m simulator` serves this); "
         "no user or password in it",
     )
-    provider_api_key: SecretStr = Field(
+    provider_api_key: Annotated[SecretStr, AfterValidator(header_safe)] = Field(
         SecretStr("sk-lab-local"),
         description="sent as a bearer token, so printable ASCII without spaces; a secret: never printed or logged",
     )
@@ -84,50 +77,6 @@ class Settings(BaseSettings):
         description="`thread`, `blocking` or `async`: how `POST /v1/tickets` waits",
     )
 
-    @field_validator("database_url")
-    @classmethod
-    def _postgres_only(cls, value: str | None) -> str | None:
-        value = (value or "").strip()
-        if not value:
-            return None  # unset, empty or blank: the embedded server
-        if "://" in value and not value.startswith(("postgresql://", "postgres://")):
-            raise ValueError("expected postgresql://user:password@host:port/dbname, or unset for the embedded server")
-        try:
-            parts = conninfo_to_dict(value)
-        except psycopg.ProgrammingError:
-            raise ValueError("not a PostgreSQL URL or connection string") from None
-        for port in str(parts.get("port", "")).split(","):  # libpq takes a list: host1,host2 and port1,port2
-            if port and not (port.isdigit() and 1 <= int(port) <= 65535):
-                raise ValueError(f"the port {port!r} is not a number from 1 to 65535")
-        return value
-
-    @field_validator("provider_url")
-    @classmethod
-    def _api_root(cls, value: str) -> str:
-        url = value.strip().rstrip("/")
-        try:
-            parts = urlsplit(url)
-            port = parts.port  # urllib checks the range here
-        except ValueError as exc:
-            raise ValueError(f"not a URL ({exc})") from None
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError("must start with http:// or https:// and a host, e.g. http://127.0.0.1:8100/v1")
-        if port == 0:
-            raise ValueError("the port must be a number from 1 to 65535")
-        if parts.username is not None or parts.query or parts.fragment:
-            raise ValueError("no user, password, query or fragment: the key goes in PROVIDER_API_KEY")
-        if not parts.path.endswith("/v1"):
-            raise ValueError("must end with the provider's API root /v1, e.g. http://127.0.0.1:8100/v1")
-        return url
-
-    @field_validator("provider_api_key")
-    @classmethod
-    def _header_safe(cls, value: SecretStr) -> SecretStr:
-        key = value.get_secret_value()
-        if not key or not all("!" <= character <= "~" for character in key):
-            raise ValueError("must be printable ASCII without spaces (it is sent in an HTTP header)")
-        return value
-
     @field_validator("log_level", mode="before")
     @classmethod
     def _upper(cls, value: object) -> object:
@@ -140,24 +89,3 @@ def load_settings(**overrides: Any) -> Settings:
         return Settings(**overrides)
     except ValidationError as exc:
         raise StartupError(describe_invalid_setting(exc)) from None
-
-
-def describe_invalid_setting(exc: ValidationError) -> str:
-    """One line for the first invalid setting: the variable, the bad value and what is allowed."""
-    error = exc.errors()[0]
-    name = str(error["loc"][0]).upper() if error["loc"] else "settings"
-    value = error.get("input")
-    if isinstance(value, str):
-        value = hide_password(value)
-    shown = "(hidden)" if name == "PROVIDER_API_KEY" else repr(value)
-    allowed = error["msg"].removeprefix("Value error, ")
-    if error["type"] == "literal_error":
-        allowed = "expected " + error["ctx"]["expected"]
-    elif error["type"].startswith("bool_"):
-        allowed = "expected true or false"
-    return f"invalid setting {name}={shown}: {allowed}"
-
-
-def hide_password(text: str) -> str:
-    """The text with every password of a PostgreSQL URL or key=value string in it shown as ***."""
-    return KEY_VALUE_PASSWORD.sub(r"\1***", URL_PASSWORD.sub(r"\1***@", text))

@@ -5,7 +5,7 @@ from starlette.concurrency import run_in_threadpool
 
 from ticket_api.ai import do_ai_work, do_ai_work_async
 from ticket_api.deps import DbDep, NewTicketDep, ProviderDep, TimerDep
-from ticket_api.errors import documented
+from ticket_api.instruments.error_answers import documented
 from ticket_api.models import Ticket
 from ticket_api.repository import check_customer, create_in_one_transaction, find_earlier_ticket, save_new_ticket
 

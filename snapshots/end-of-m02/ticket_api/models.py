@@ -54,21 +54,6 @@ class Ticket(BaseModel):
     created_at: datetime
 
 
-class FieldError(BaseModel):
-    """One invalid field of a validation_error: where it is, what is wrong, pydantic's error type."""
-
-    loc: list[str | int]
-    msg: str
-    type: str
-
-
-class ErrorBody(BaseModel):
-    """Every error answer: a stable code, and a text (or, for validation_error, the invalid fields)."""
-
-    error: str
-    detail: str | list[FieldError]
-
-
 class TicketPage(BaseModel):
     """One page of a customer's tickets, oldest first; pass `next_after` as `after` for the next page."""
 

@@ -1,7 +1,6 @@
 """The AI provider over HTTP: `call` waits (a synchronous client), `acall` is awaited (an async client)."""
 
 import asyncio
-import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -13,10 +12,7 @@ from httpx_aiohttp import AiohttpTransport
 
 from ticket_api.config import Settings
 from ticket_api.errors import ProviderBusy, ProviderTimeout, ProviderUnavailable, describe
-from ticket_api.metrics import InFlight
-from ticket_api.timing import note_provider_call
-
-log = logging.getLogger("ticket_api")
+from ticket_api.instruments.requestlog import InFlight, note_provider_call
 
 
 class Provider:
@@ -27,7 +23,7 @@ class Provider:
         options = client_options(settings)
         self._client = httpx.Client(transport=transport, **options)
         # httpx's async client on aiohttp's connection pool (httpx-aiohttp): httpx's own pool costs the event loop
-        # CPU for every call in flight (ticket_api/README.md, "Performance").
+        # CPU for every call in flight.
         pool = transport or AiohttpTransport(limits=options["limits"])
         self._aclient = async_client or httpx.AsyncClient(transport=pool, **options)
         cap = settings.provider_max_concurrency

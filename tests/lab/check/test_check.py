@@ -18,7 +18,7 @@ import pytest
 
 from scripts.toolkit.cli import PROJECT_ROOT
 from tests.lab.check.chaffs import GOLDEN, SNAPSHOTS, check, load_chaffs, make_chaff, verdicts
-from ticket_api.connecting import connect
+from ticket_api.instruments.connections import connect
 
 CHECK_PY = PROJECT_ROOT / "scripts" / "check.py"
 CHAFFS = {chaff["name"]: chaff for chaff in load_chaffs()}

@@ -5,10 +5,10 @@ from types import SimpleNamespace
 
 import pytest
 
+from scripts.toolkit.databases import apply_schema
 from scripts.toolkit.running import services
-from ticket_api.connecting import connect
-from ticket_api.database import apply_schema
-from ticket_api.embedded import embedded_dsn, stop_embedded
+from ticket_api.instruments.connections import connect
+from ticket_api.instruments.embedded import embedded_dsn, stop_embedded
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,8 @@ from tests.fakes import FakeProvider
 from tests.lab.reliability.reliability_testing import marked_ticket, rows_of
 from tests.servers import serve
 from ticket_api.config import load_settings
-from ticket_api.main import MAX_BODY_BYTES, create_app
+from ticket_api.instruments.body_limit import MAX_BODY_BYTES
+from ticket_api.main import create_app
 
 JSON = {"Content-Type": "application/json"}
 TOO_BIG = 2**63  # one past the largest id PostgreSQL's bigint holds

@@ -26,10 +26,10 @@ from tests.lab.reliability.reliability_testing import (
     run_short_soak,
     wait_for,
 )
-from ticket_api.connecting import CONNECT_TIMEOUT_S, connect
 from ticket_api.database import Database
-from ticket_api.embedded import embedded_dsn
 from ticket_api.errors import DatabaseBusy, DatabaseUnavailable
+from ticket_api.instruments.connections import CONNECT_TIMEOUT_S, connect
+from ticket_api.instruments.embedded import embedded_dsn
 from ticket_api.repository import check_customer
 
 CLIENTS = 32

@@ -23,8 +23,8 @@ from tests.fakes import FakeProvider
 from tests.lab.reliability.reliability_testing import assert_idle, marked_ticket, post_all, rows_of
 from tests.servers import serve
 from ticket_api.config import load_settings
-from ticket_api.connecting import CONNECT_TIMEOUT_S
-from ticket_api.embedded import embedded_dsn, stop_embedded
+from ticket_api.instruments.connections import CONNECT_TIMEOUT_S
+from ticket_api.instruments.embedded import embedded_dsn, stop_embedded
 from ticket_api.main import create_app
 
 RECOVERY_S = 30  # generous: the pool tries a lost connection again within a second or two of the server's return

@@ -30,7 +30,7 @@ from tests.lab.reliability.reliability_testing import (
     wait_for,
 )
 from tests.servers import serve
-from ticket_api.connecting import connect
+from ticket_api.instruments.connections import connect
 from ticket_api.main import create_app
 
 FAULTY = ("--error-rate", "0.1", "--hang-rate", "0.05", "--hang-s", "3", "--seed", "11")

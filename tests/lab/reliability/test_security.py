@@ -21,7 +21,7 @@ from simulator.settings import Settings as SimulatorSettings
 from tests.lab.reliability.reliability_testing import marked_ticket, post_all
 from tests.lab.tools.commands import run_module
 from ticket_api.config import load_settings
-from ticket_api.embedded import embedded_dsn, stop_embedded
+from ticket_api.instruments.embedded import embedded_dsn, stop_embedded
 
 TICKET_API = Path(__file__).resolve().parents[3] / "ticket_api"
 SAFE_REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")

@@ -10,12 +10,12 @@ import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
 
+from scripts.toolkit.databases import apply_schema
 from tests.fakes import FakeProvider
 from tests.servers import serve
 from ticket_api.config import load_settings
-from ticket_api.connecting import connect, refused_for_too_many_clients
-from ticket_api.database import apply_schema
-from ticket_api.embedded import embedded_dsn, stop_embedded
+from ticket_api.instruments.connections import connect, refused_for_too_many_clients
+from ticket_api.instruments.embedded import embedded_dsn, stop_embedded
 from ticket_api.main import create_app
 
 MAX_CONNECTIONS = 8

@@ -1,14 +1,18 @@
-"""Reaching PostgreSQL, and saying in one line, without the password, why it failed: busy or down."""
+"""Reaching PostgreSQL: which server (DATABASE_URL's or the embedded one), why a connection failed, in one line and
+without the password (busy or down), and the pool's check of a connection before it lends it."""
 
 import logging
+import selectors
 import time
 from typing import Any
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
+from psycopg_pool import ConnectionPool
 
-from ticket_api.config import Settings, hide_password
+from ticket_api.config import Settings
 from ticket_api.errors import DatabaseBusy, DatabaseUnavailable, StartupError
+from ticket_api.instruments.startup import hide_password
 
 log = logging.getLogger("ticket_api")
 CONNECT_TIMEOUT_S = 5
@@ -17,6 +21,23 @@ CHECK_EVERY_S = 1.0
 # without SUPERUSER: "... reserved for non-replication superuser connections" up to 15, "... for roles with the
 # SUPERUSER attribute" or "... with privileges of the pg_use_reserved_connections role" from 16).
 TOO_MANY_CLIENTS = ("sorry, too many clients already", "remaining connection slots are reserved")
+
+
+def resolve_dsn(settings: Settings) -> str:
+    """DATABASE_URL if set; otherwise the embedded server, started if needed."""
+    if settings.database_url:
+        return settings.database_url
+    from ticket_api.instruments.embedded import embedded_dsn  # only the embedded way needs the package
+
+    return embedded_dsn()
+
+
+def release_dsn(settings: Settings) -> None:
+    """Done with the database of resolve_dsn(): the embedded server stops if no other process uses it."""
+    if not settings.database_url:
+        from ticket_api.instruments.embedded import release_embedded
+
+        release_embedded()
 
 
 def connect(dsn: str, **kwargs: Any) -> psycopg.Connection:
@@ -86,7 +107,7 @@ def refused_for_too_many_clients(exc: psycopg.OperationalError) -> bool:
     PostgreSQL's SQLSTATE for it, 53300, does not reach a connection it refused at start-up: libpq gives only the
     server's message, and psycopg none but that (`sqlstate` is None). So the message is read: an English one; a
     server that translates its messages is not told apart, and its refusal stays 503 db_unavailable.
-    tests/lab/reliability/test_too_many_connections.py fails if PostgreSQL or psycopg change it.
+    The lab's tests fail if PostgreSQL or psycopg change it.
     """
     return any(words in str(exc) for words in TOO_MANY_CLIENTS)
 
@@ -115,3 +136,19 @@ def one_line(exc: Exception, dsn: str) -> str:
     except psycopg.ProgrammingError:
         password = None
     return text.replace(str(password), "***") if password else text
+
+
+def check_if_server_wrote(conn: psycopg.Connection[Any]) -> None:
+    """The pool's check before it lends a connection: an empty query, only if the server wrote to it meanwhile."""
+    # A connection the server closed while it sat idle (a restart, a terminated backend) has something to read:
+    # its end, or the server's last message. It fails the empty query and is replaced, not handed to a request.
+    # A connection with nothing to read is lent without the round trip, a ticket's two empty queries fewer.
+    if conn.closed or server_wrote(conn):
+        ConnectionPool.check_connection(conn)
+
+
+def server_wrote(conn: psycopg.Connection[Any]) -> bool:
+    """Whether the connection has something to read now, without waiting (any descriptor, past 1,023 too)."""
+    with selectors.DefaultSelector() as selector:
+        selector.register(conn, selectors.EVENT_READ)
+        return bool(selector.select(timeout=0))

