@@ -37,7 +37,8 @@ from pathlib import Path
 
 from scripts.client_apps import CLIENTS
 from scripts.reference_api import OPTIONS
-from scripts.toolkit.cli import Clock, command_parser, output_folder, parse_levels, positive_int, progress, run
+from scripts.toolkit.cli import command_parser, progress, run
+from scripts.toolkit.commands.options import Clock, output_folder, parse_levels, positive_int
 from scripts.toolkit.load import wrk
 from scripts.toolkit.load.levels import (
     Level,
@@ -52,9 +53,10 @@ from scripts.toolkit.load.turns import REFERENCE_APP, in_turn, options_in_turn
 from scripts.toolkit.measure import profile
 from scripts.toolkit.measure.cpu import pace_ms, processes_by_role
 from scripts.toolkit.reports.bench_report import by_generator, machine, report, verdicts
-from scripts.toolkit.running.services import Service, started
-from scripts.toolkit.running.services import api as api_service
+from scripts.toolkit.running.apis import api as api_service
+from scripts.toolkit.running.apis import started
 from scripts.toolkit.running.stack import Stack, event_loop, running_stack
+from scripts.toolkit.services import Service
 
 OPTIONS_USERS = 256
 EXIT_CODES = "Exit codes: 0 every target passed, 1 one failed, 2 a start-up failed or bad arguments."

@@ -22,9 +22,10 @@ import os
 import shlex
 from pathlib import Path
 
-from scripts.toolkit.cli import CommandError, command_parser, non_negative_int, progress, run
+from scripts.toolkit.cli import CommandError, command_parser, progress, run
+from scripts.toolkit.commands.options import non_negative_int
 from scripts.toolkit.running.busy import busy_machine, describe_loads, report_loads
-from scripts.toolkit.running.processes import run_in_foreground
+from scripts.toolkit.running.commands import run_in_foreground
 from ticket_api.config import load_settings
 from ticket_api.instruments.connections import release_dsn, resolve_dsn
 

@@ -13,21 +13,19 @@ import json
 import time
 from pathlib import Path
 
-from scripts.toolkit.cli import (
+from scripts.toolkit.cli import command_parser, progress, run
+from scripts.toolkit.commands.options import (
     Clock,
-    command_parser,
     non_negative_int,
     output_folder,
     parse_levels,
     positive_float,
     positive_int,
-    progress,
-    run,
 )
-from scripts.toolkit.databases import last_ticket_id, provider_time_after
 from scripts.toolkit.load.closed_loop import SATURATED_CPU_SHARE
 from scripts.toolkit.load.locust import run_locust
 from scripts.toolkit.measure.cpu import cpu_seconds
+from scripts.toolkit.measure.database_state import last_ticket_id, provider_time_after
 from scripts.toolkit.measure.held_series import recorded_in_thread
 from scripts.toolkit.reports import charts
 from scripts.toolkit.reports.capacity_table import median_rows, render, write_files

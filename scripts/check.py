@@ -26,7 +26,8 @@ from scripts.toolkit.check.context import Context  # noqa: E402
 from scripts.toolkit.check.lesson_checks import lesson_checks  # noqa: E402
 from scripts.toolkit.check.report import CHECK_EXIT_CODES, as_json, as_text, exit_code  # noqa: E402
 from scripts.toolkit.check.student_project import default_lesson  # noqa: E402
-from scripts.toolkit.cli import PROJECT_ROOT, Clock, CommandError, command_parser, progress, run  # noqa: E402
+from scripts.toolkit.cli import PROJECT_ROOT, CommandError, command_parser, progress, run  # noqa: E402
+from scripts.toolkit.commands.options import Clock  # noqa: E402
 from scripts.toolkit.lessons.spec import load_lessons  # noqa: E402
 
 

@@ -24,21 +24,14 @@ from pathlib import Path
 import httpx
 
 from scripts.client_apps import CLIENTS
-from scripts.toolkit.cli import (
-    Clock,
-    CommandError,
-    command_parser,
-    format_table,
-    output_folder,
-    parse_levels,
-    progress,
-    run,
-)
+from scripts.toolkit.cli import CommandError, command_parser, progress, run
+from scripts.toolkit.commands.options import Clock, output_folder, parse_levels
 from scripts.toolkit.load.levels import measure, recorded_ticket_ms
 from scripts.toolkit.measure.cpu import processes_by_role
 from scripts.toolkit.measure.rates import lag_between, watchdog_lines
 from scripts.toolkit.metrics import Metrics, read_metrics
 from scripts.toolkit.reports import charts
+from scripts.toolkit.reports.text import format_table
 from scripts.toolkit.running.stack import Stack, running_stack
 
 EXIT_CODES = "Exit codes: 0 done, 2 a start-up failed or bad arguments."

@@ -12,7 +12,8 @@ import asyncio
 import json
 
 from scripts.stall import measure_stall
-from scripts.toolkit.cli import Clock, command_parser, output_folder, positive_float, positive_int, progress, run
+from scripts.toolkit.cli import command_parser, progress, run
+from scripts.toolkit.commands.options import Clock, output_folder, positive_float, positive_int
 from scripts.toolkit.measure.held_series import recorded_in_thread
 from scripts.toolkit.reports import charts
 from scripts.toolkit.reports.compare_table import median_rows, render, shown_ms, write_files

@@ -1,9 +1,7 @@
 """Set up the lab's database: `python -m scripts.db init | status | start | stop`."""
 
-import argparse
-
 from scripts.toolkit import dataset
-from scripts.toolkit.cli import CommandError, progress, run
+from scripts.toolkit.cli import CommandError, command_parser, progress, run
 from scripts.toolkit.databases import init, status
 from ticket_api.config import load_settings
 from ticket_api.instruments.connections import resolve_dsn, shown_dsn
@@ -11,7 +9,7 @@ from ticket_api.instruments.connections import resolve_dsn, shown_dsn
 
 def main() -> int:
     """Parse the command line and run one subcommand."""
-    parser = argparse.ArgumentParser(prog="python -m scripts.db", description=__doc__)
+    parser = command_parser("python -m scripts.db", __doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     init_parser = commands.add_parser("init", help="create the schema and load a data set (idempotent)")
     init_parser.add_argument(

@@ -33,17 +33,14 @@ import psutil
 from scripts.experiments.runner import experiment_app
 from scripts.experiments.settings import ExperimentSettings
 from scripts.stall import measure_stall
-from scripts.toolkit.cli import (
+from scripts.toolkit.cli import CommandError, command_parser, progress, run
+from scripts.toolkit.commands.options import (
     Clock,
-    CommandError,
-    command_parser,
     one_or_more_of,
     output_folder,
     parse_levels,
     positive_float,
     positive_int,
-    progress,
-    run,
 )
 from scripts.toolkit.load import wrk
 from scripts.toolkit.load.closed_loop import closed_loop, getter, session, warm_up
@@ -51,8 +48,9 @@ from scripts.toolkit.load.levels import as_json, recorded_ticket_ms
 from scripts.toolkit.load.turns import one_against_two
 from scripts.toolkit.measure.quantiles import most_at_once
 from scripts.toolkit.reports.kitchens_report import STALL_FIGURES, report, verdicts
-from scripts.toolkit.running.services import Service, started
+from scripts.toolkit.running.apis import started
 from scripts.toolkit.running.stack import Stack, running_stack
+from scripts.toolkit.services import Service
 
 PARTS = ("io", "stall", "cpu")
 CPU_PATH = "/cpu/def"

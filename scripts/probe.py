@@ -13,10 +13,12 @@ from collections import Counter
 import httpx
 
 from scripts.experiments.runner import app_to_measure, parse_route_arguments, route_parser
-from scripts.toolkit.cli import fmt_ms, positive_float, positive_int, progress, run
-from scripts.toolkit.health import check_api, probe_health, times_ms
+from scripts.stall import check_api, probe_health, times_ms
+from scripts.toolkit.cli import progress, run
+from scripts.toolkit.commands.options import positive_float, positive_int
 from scripts.toolkit.load.closed_loop import closed_loop, getter, session, warm_up
 from scripts.toolkit.measure.quantiles import percentiles
+from scripts.toolkit.reports.text import fmt_ms
 
 
 async def measure(url: str, path: str, concurrency: int, requests: int, interval_s: float) -> dict:

@@ -19,12 +19,15 @@ from contextlib import ExitStack
 
 import orjson
 
+from scripts.toolkit import services
 from scripts.toolkit.answers import Answer
-from scripts.toolkit.cli import command_parser, format_table, positive_float, progress, run
+from scripts.toolkit.cli import command_parser, progress, run
+from scripts.toolkit.commands.options import positive_float
 from scripts.toolkit.load.closed_loop import Load, closed_loop, sender, session
 from scripts.toolkit.load.levels import health_during
 from scripts.toolkit.measure.quantiles import most_at_once, quantile
-from scripts.toolkit.running import services, sleeping_provider
+from scripts.toolkit.reports.text import format_table
+from scripts.toolkit.running import apis, sleeping_provider
 from simulator.embeddings import embed_text
 
 EXIT_CODES = "Exit codes: 0 every target met, 1 one missed, 2 a start-up failed or bad arguments."
@@ -147,7 +150,7 @@ def main() -> int:
     parser.add_argument("--duration", type=positive_float, default=5.0, help="seconds per phase and round (default 5)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
-    short = services.raise_open_files_limit(2 * 1200 + 256)
+    short = apis.raise_open_files_limit(2 * 1200 + 256)
     if short:
         progress(f"warning: {short}: phase 3 may not open all its connections")
     figures = measure(args.duration)

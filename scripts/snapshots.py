@@ -3,7 +3,8 @@
 sync   copies the root's student files into the latest snapshot (and the unchanged ones into
        the earlier snapshot), writes snapshots/README.md from snapshots/lessons.toml, and the
        settings table of the root's and each snapshot's README from that project's `Settings`.
-check  (a) the latest snapshot equals the root, the earlier one differs only where lessons say;
+check  (a) the latest snapshot equals the root, the earlier one differs only where lessons say, and a snapshot
+       holds no name that nothing in it uses and names no path or module it does not have;
        (b) each snapshot's suite prints its expected count; (c) each lesson's copy step replayed
        on its `before` state prints its count; (d) each lesson's commands, run against a live
        stack with a sped-up simulator, give results of the expected shape.
@@ -14,14 +15,17 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from scripts.toolkit import services
 from scripts.toolkit.cli import PROJECT_ROOT, CommandError, command_parser, progress, run
 from scripts.toolkit.databases import init
+from scripts.toolkit.lessons.settings_readme import load_settings_class, with_settings_table
+from scripts.toolkit.lessons.references import missing_references
 from scripts.toolkit.lessons.snapshots_readme import render_readme
 from scripts.toolkit.lessons.spec import SNAPSHOTS, command_speed, load_lessons, run_command, shape_problems
 from scripts.toolkit.lessons.student_files import OWN_README, all_files, student_files, unused_files
 from scripts.toolkit.lessons.suites import run_suite
-from scripts.toolkit.running import services
-from scripts.toolkit.settings_table import load_settings_class, with_settings_table
+from scripts.toolkit.lessons.unused_names import unused_names
+from scripts.toolkit.running import apis
 from ticket_api.config import load_settings
 from ticket_api.instruments.connections import resolve_dsn
 
@@ -76,6 +80,8 @@ def check_files() -> list[str]:
         stray = all_files(SNAPSHOTS / name) - student_files(SNAPSHOTS / name)
         problems += [f"{name} holds {relative}, which is not part of a student's project" for relative in sorted(stray)]
         problems += [f"{name}: nothing imports or runs {relative}" for relative in unused_files(SNAPSHOTS / name)]
+        problems += [f"{name}: nothing uses {where}" for where in unused_names(SNAPSHOTS / name)]
+        problems += [f"{name}: no such path or module: {where}" for where in missing_references(SNAPSHOTS / name)]
     problems += [f"root: nothing imports or runs the student file {relative}" for relative in unused_files(ROOT)]
     for lesson in lessons:
         if lesson.before in snapshots:
@@ -164,7 +170,7 @@ def command_problems(project: Path, command: dict, speed: float, database_url: s
     for attempt in (1, 2):
         try:
             with services.simulator(speed=speed, quota=0, cwd=project) as simulator:
-                with services.api(f"{simulator.url}/v1", env=env, cwd=project) as api:
+                with apis.api(f"{simulator.url}/v1", env=env, cwd=project) as api:
                     figures = run_command(command, api.url, speed, cwd=project)
         except CommandError as exc:
             return [f"{command['name']}: {exc}"]

@@ -24,13 +24,15 @@ from pathlib import Path
 
 import httpx
 
-from scripts.toolkit import dataset
-from scripts.toolkit.cli import Clock, command_parser, output_folder, positive_float, positive_int, progress, run
+from scripts.toolkit import dataset, services
+from scripts.toolkit.cli import command_parser, progress, run
+from scripts.toolkit.commands.options import Clock, output_folder, positive_float, positive_int
 from scripts.toolkit.databases import create_lab_database, drop_database
-from scripts.toolkit.running import services
+from scripts.toolkit.running import apis
+from scripts.toolkit.running.apis import STOP_TIMEOUT_S, started
 from scripts.toolkit.running.postgres import crash_postgres
-from scripts.toolkit.running.services import STOP_TIMEOUT_S, Service, started
 from scripts.toolkit.running.stack import parse_modes
+from scripts.toolkit.services import Service
 from scripts.toolkit.soak.audit import check_rows, make_tickets, summarize
 from scripts.toolkit.soak.faults import send_all
 from ticket_api.config import load_settings
@@ -58,7 +60,7 @@ def soak_mode(
     result = None
     try:
         env = {"INTAKE_MODE": mode, "DATABASE_URL": dsn, "PROVIDER_TIMEOUT_S": f"{args.provider_timeout:g}"}
-        api = services.api(f"{simulator.url}/v1", env=env, log_dir=log_dir / mode)
+        api = apis.api(f"{simulator.url}/v1", env=env, log_dir=log_dir / mode)
         replacement = Service("api", api.argv, api.port, env=api.env, log_dir=log_dir / f"{mode}-restarted")
 
         def restart() -> dict:

@@ -17,7 +17,7 @@ reports its runs.
 
 Against an API on several worker processes (`fastapi run --host 127.0.0.1 --workers 2`), each ticket and each probe
 goes to the worker that accepted its connection: /health sees that worker's event loop only, and
-can answer at once while another worker's tickets wait (scripts/README.md, "Several kitchens").
+can answer at once while another worker's tickets wait.
 """
 
 import argparse
@@ -28,13 +28,13 @@ import random
 import statistics
 import sys
 import time
+from dataclasses import dataclass, field
 
 import httpx
 
-from scripts.toolkit.answers import error_code, provider_calls, server_timing
-from scripts.toolkit.cli import positive_float, positive_int, progress, run
+from scripts.toolkit.answers import Answer, error_code
+from scripts.toolkit.cli import CommandError, command_parser, progress, run
 from scripts.toolkit.dataset import random_ticket
-from scripts.toolkit.health import check_api, probe_health, times_ms
 from ticket_api.config import load_settings
 
 DEFAULT_URL = "http://127.0.0.1:8000"
@@ -201,13 +201,120 @@ def quota_advice() -> str:
     )
 
 
+# What scripts.burst and the lab's tools take from here: argparse types, the /health prober, and the API's answers
+# read (Server-Timing, X-Provider-Calls, an error in a few words).
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: an integer >= 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer >= 1")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """An argparse type: a number > 0."""
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number > 0")
+    return value
+
+
+@dataclass
+class HealthProbes:
+    """What probe_health has seen so far, readable while it runs (the watch page reads it live)."""
+
+    since: float  # time.perf_counter() that start_s counts from
+    answers: list[dict] = field(default_factory=list)  # {"start_s": ..., "ms": ...}, one per 2xx
+    errors: list[str] = field(default_factory=list)
+    sent_at: float | None = None  # perf_counter() of the GET waiting for its answer, if one is
+    refused: bool = False  # the last GET got no answer at all: the API is down
+
+
+async def probe_health(
+    client: httpx.AsyncClient,
+    interval_s: float,
+    stop: asyncio.Event,
+    since: float | None = None,
+    errors: list[str] | None = None,
+    path: str = "/health",
+    seen: HealthProbes | None = None,
+) -> list[dict]:
+    """GET `path` at once, then `interval_s` after each answer, until `stop` is set; each answer's start (s since
+    `since`) and ms.
+
+    A probe still on its way when `stop` is set is waited for and counts: its wait is part of what
+    was measured. A probe that fails is not a sample; its reason goes to `errors` when a list is
+    given. Use a client of its own, so that a probe never waits for a connection of the load's pool.
+    """
+    seen = seen or HealthProbes(time.perf_counter() if since is None else since)
+    seen.errors = seen.errors if errors is None else errors
+    while not stop.is_set():
+        seen.sent_at = sent = time.perf_counter()
+        try:
+            response = await client.get(path)
+        except httpx.HTTPError as exc:
+            seen.errors.append(describe_failure(exc))
+            seen.refused = True
+        else:
+            seen.refused = False
+            if response.is_success:
+                seen.answers.append({"start_s": sent - seen.since, "ms": (time.perf_counter() - sent) * 1000})
+            else:
+                seen.errors.append(describe_failure(response))
+        finally:
+            seen.sent_at = None
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), interval_s)
+    return seen.answers
+
+
+def times_ms(probes: list[dict]) -> list[float]:
+    """The probes' times in milliseconds."""
+    return [probe["ms"] for probe in probes]
+
+
+async def check_api(client: httpx.AsyncClient) -> None:
+    """CommandError (exit code 2) unless the API at the client's base URL answers GET /health."""
+    try:
+        response = await client.get("/health", timeout=5)
+    except httpx.HTTPError as exc:
+        raise CommandError(
+            f"cannot reach the API at {client.base_url} ({type(exc).__name__}): start it (fastapi dev) or pass --url"
+        ) from None
+    if not response.is_success:
+        raise CommandError(f"GET {client.base_url}health answered {response.status_code}: is this the ticket API?")
+
+
+def server_timing(answer: Answer | str) -> dict[str, float]:
+    """The API's Server-Timing (`db;dur=9.5, ai;dur=2130.2, ...`) as {"db": 9.5, "ai": 2130.2, ...}."""
+    value = answer if isinstance(answer, str) else answer.headers.get("server-timing", "")
+    parts = (part.strip().partition(";dur=") for part in value.split(","))
+    return {name: float(duration) for name, _, duration in parts if duration}
+
+
+def provider_calls(answer: Answer | str) -> list[tuple[float, float]]:
+    """The API's X-Provider-Calls (`3.1-913.5, 915.0-2016.2`) as [(3.1, 913.5), (915.0, 2016.2)], in ms."""
+    value = answer if isinstance(answer, str) else answer.headers.get("x-provider-calls", "")
+    spans = (span.partition("-") for span in value.split(",") if span.strip())
+    return [(float(start), float(end)) for start, _, end in spans]
+
+
+def describe_failure(failure: Answer | Exception) -> str:
+    """A short reason: `503 ai_busy` for an error answer, the exception's name for a transport error."""
+    if isinstance(failure, Exception):
+        return type(failure).__name__
+    code = error_code(failure) or ""
+    return f"{failure.status_code} {code.removeprefix(f'http_{failure.status_code}')}".strip()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse the command line, measure, print; exit code 1 if a ticket was not created."""
-    parser = argparse.ArgumentParser(
-        prog="python -m scripts.stall",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="Exit codes: 0 every ticket answered 201, 1 some did not, 2 the API cannot be reached or bad arguments.",
+    parser = command_parser(
+        "python -m scripts.stall",
+        __doc__,
+        "Exit codes: 0 every ticket answered 201, 1 some did not, 2 the API cannot be reached or bad arguments.",
     )
     parser.add_argument("--url", default=DEFAULT_URL, help=f"the API's address (default {DEFAULT_URL})")
     parser.add_argument("--tickets", type=positive_int, default=8, help="tickets in all (default 8)")

@@ -12,7 +12,8 @@ import json
 
 from scripts.experiments.knee import find_knee, render, sweep
 from scripts.experiments.runner import app_to_measure, parse_route_arguments, route_parser
-from scripts.toolkit.cli import parse_levels, positive_float, progress, run
+from scripts.toolkit.cli import progress, run
+from scripts.toolkit.commands.options import parse_levels, positive_float
 
 
 def main(argv: list[str] | None = None) -> int:

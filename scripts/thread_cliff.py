@@ -10,7 +10,8 @@ import json
 
 from scripts.experiments.cliff import find_cliff, measure_cliff, render
 from scripts.experiments.runner import served
-from scripts.toolkit.cli import command_parser, parse_levels, positive_int, run
+from scripts.toolkit.cli import command_parser, run
+from scripts.toolkit.commands.options import parse_levels, positive_int
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,7 +16,7 @@ from starlette.routing import Route
 
 from scripts.toolkit.cli import command_parser, run
 from scripts.toolkit.measure.held_series import Watcher, watching_in_thread
-from scripts.toolkit.running.processes import serve_in_thread
+from scripts.toolkit.processes import serve_in_thread
 
 PAGE = Path(__file__).resolve().parent / "toolkit" / "reports" / "watch_page.html"
 DEFAULT_API = "http://127.0.0.1:8000"

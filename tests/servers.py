@@ -3,15 +3,15 @@
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from scripts.toolkit.running.processes import serve_in_thread
-from scripts.toolkit.running.services import KEEP_ALIVE_S, LIMIT_CONCURRENCY
+from scripts.toolkit.processes import serve_in_thread
+from scripts.toolkit.services import KEEP_ALIVE_S, LIMIT_CONCURRENCY
 
 
 @contextmanager
 def serve(app) -> Iterator[str]:
     """Run the app on a real uvicorn server in a thread, on a free 127.0.0.1 port; yields its URL.
 
-    The same bounds as the lab's runners give the API (scripts/toolkit/running/services.py).
+    The same bounds as the lab's runners give the API (scripts/toolkit/services.py).
     """
     with serve_in_thread(
         app, lifespan="on", limit_concurrency=LIMIT_CONCURRENCY, timeout_keep_alive=KEEP_ALIVE_S

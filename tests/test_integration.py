@@ -4,7 +4,7 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from scripts.toolkit.running import processes, services
+from scripts.toolkit import processes, services
 from tests.servers import serve
 from ticket_api.main import create_app
 

@@ -5,7 +5,7 @@ import json
 import httpx
 import pytest
 
-from scripts.toolkit.running.processes import free_port
+from scripts.toolkit.processes import free_port
 from ticket_api.config import load_settings
 from ticket_api.errors import ProviderBusy, ProviderTimeout, ProviderUnavailable
 from ticket_api.provider import Provider

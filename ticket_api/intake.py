@@ -3,9 +3,10 @@
 from fastapi import APIRouter, Request
 from starlette.concurrency import run_in_threadpool
 
-from ticket_api.ai import do_ai_work, do_ai_work_async
+from ticket_api.ai import AiWork, classify_request, do_ai_work, draft_request, embed_request, read_answers
 from ticket_api.deps import DbDep, NewTicketDep, ProviderDep, TimerDep
 from ticket_api.instruments.error_answers import documented
+from ticket_api.instruments.requestlog import Timer
 from ticket_api.models import Ticket
 from ticket_api.repository import check_customer, create_in_one_transaction, find_earlier_ticket, save_new_ticket
 
@@ -36,3 +37,12 @@ async def create_ticket(
         with timer("db"):
             ticket = await run_in_threadpool(save_new_ticket, db, new, work)
     return ticket
+
+
+async def do_ai_work_async(provider, subject: str, body: str, timer: Timer) -> AiWork:
+    """ai.do_ai_work's three calls with await provider.acall(): while one waits, the event loop serves others."""
+    with timer("ai"):
+        classified, classify_ms = await provider.acall("/chat/completions", classify_request(subject, body))
+        drafted, draft_ms = await provider.acall("/chat/completions", draft_request(subject, body))
+        embedded, embed_ms = await provider.acall("/embeddings", embed_request(subject, body))
+    return read_answers(classified, drafted, embedded, (classify_ms, draft_ms, embed_ms))

@@ -11,9 +11,11 @@ import os
 
 from scripts.experiments.runner import APP
 from scripts.experiments.settings import DEFAULT_PROVIDER_URL, DEFAULT_THREAD_LIMIT, ExperimentSettings
-from scripts.toolkit.cli import CommandError, command_parser, positive_int, progress, run
-from scripts.toolkit.running.processes import check_port_free, running
-from scripts.toolkit.running.services import uvicorn_command
+from scripts.toolkit.cli import CommandError, command_parser, progress, run
+from scripts.toolkit.commands.options import positive_int
+from scripts.toolkit.processes import check_port_free
+from scripts.toolkit.running.apis import uvicorn_command
+from scripts.toolkit.running.commands import running
 
 DEFAULT_PORT = 8200
 EXIT_CODES = "Exit codes: 0 stopped (Ctrl+C or SIGTERM), 2 the port is in use or bad arguments."

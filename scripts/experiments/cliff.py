@@ -5,11 +5,11 @@ import time
 
 import httpx
 
-from scripts.toolkit.answers import describe_failure
-from scripts.toolkit.cli import CommandError, fmt_ms, progress
-from scripts.toolkit.health import probe_health, times_ms
+from scripts.stall import describe_failure, probe_health, times_ms
+from scripts.toolkit.cli import CommandError, progress
 from scripts.toolkit.load.closed_loop import Send, closed_loop, getter, session, warm_up
 from scripts.toolkit.measure.quantiles import quantile
+from scripts.toolkit.reports.text import fmt_ms
 
 SLOW_PATH = "/sleep/def?ms={ms}"
 TRIVIAL_PATH = "/noop/def"

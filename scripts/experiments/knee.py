@@ -2,10 +2,11 @@
 
 import httpx
 
-from scripts.toolkit.cli import fmt_ms, progress
-from scripts.toolkit.health import check_api
+from scripts.stall import check_api
+from scripts.toolkit.cli import progress
 from scripts.toolkit.load.closed_loop import closed_loop, getter, session, warm_up
 from scripts.toolkit.measure.quantiles import quantile
+from scripts.toolkit.reports.text import fmt_ms
 
 # Clients added past the knee bring less than this share of the req/s they would bring with room to spare.
 KNEE_SHARE_OF_IDEAL = 0.25

@@ -6,9 +6,11 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 
 from scripts.experiments.settings import DEFAULT_PROVIDER_URL, DEFAULT_THREAD_LIMIT, ExperimentSettings
-from scripts.toolkit.cli import command_parser, positive_int, progress, route_path
-from scripts.toolkit.running.processes import free_port
-from scripts.toolkit.running.services import Service, simulator, started, uvicorn_command
+from scripts.toolkit.cli import command_parser, progress
+from scripts.toolkit.commands.options import positive_int, route_path
+from scripts.toolkit.processes import free_port
+from scripts.toolkit.running.apis import started, uvicorn_command
+from scripts.toolkit.services import Service, simulator
 
 APP = "scripts.experiments.app:app"
 UPSTREAM_PREFIX = "/upstream/"  # the routes that call the provider

@@ -16,14 +16,6 @@ class Metrics:
         """One sample's value, or None if the API does not expose it."""
         return self.values.get((name, tuple(sorted(labels.items()))))
 
-    def by_label(self, name: str, label: str) -> dict[str, float]:
-        """{label value: sample value} of every sample of `name`, such as tickets by outcome."""
-        return {
-            dict(labels)[label]: value
-            for (sample, labels), value in self.values.items()
-            if sample == name and label in dict(labels)
-        }
-
     def totals(self) -> dict[str, float]:
         """Every sample as {name: value}; the series of one name (its labels) are added up."""
         totals: dict[str, float] = {}
@@ -41,8 +33,3 @@ def read_metrics(text: str) -> Metrics:
             if sample.name == "ticket_api_info":
                 info = dict(sample.labels)
     return Metrics(values, info)
-
-
-def metric_totals(text: str) -> dict[str, float]:
-    """Every sample of Prometheus text as {name: value}; the series of one name (its labels) are added up."""
-    return read_metrics(text).totals()

@@ -8,7 +8,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from scripts.toolkit.cli import CommandError
 from scripts.toolkit.databases import init, status, temporary_database
-from scripts.toolkit.running.processes import free_port
+from scripts.toolkit.processes import free_port
 
 
 @pytest.fixture

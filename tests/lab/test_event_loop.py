@@ -4,7 +4,8 @@ import importlib.util
 
 import pytest
 
-from scripts.toolkit.running import processes, services
+from scripts.toolkit import processes
+from scripts.toolkit.running import apis
 
 UVLOOP_MISSING = importlib.util.find_spec("uvloop") is None
 
@@ -12,7 +13,7 @@ UVLOOP_MISSING = importlib.util.find_spec("uvloop") is None
 def start_up_lines(loop: str, database_url: str, tmp_path) -> list[str]:
     """The log lines of an API started on `loop` at the default LOG_LEVEL, up to its first answer to /health."""
     unreachable_provider = f"http://127.0.0.1:{processes.free_port()}/v1"  # start-up does not call the provider
-    api = services.api(
+    api = apis.api(
         unreachable_provider, env={"DATABASE_URL": database_url, "LOG_LEVEL": "INFO"}, log_dir=tmp_path, loop=loop
     )
     with api:

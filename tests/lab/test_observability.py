@@ -11,8 +11,8 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from scripts.toolkit.metrics import metric_totals
-from scripts.toolkit.running.processes import free_port
+from scripts.toolkit.metrics import read_metrics
+from scripts.toolkit.processes import free_port
 from tests.fakes import FakeProvider
 from tests.servers import serve
 from ticket_api.main import create_app
@@ -29,7 +29,7 @@ def gauges_while_tickets_wait(url: str, tickets: int) -> dict[str, list[float]]:
     def sample() -> None:
         with httpx.Client(base_url=url, timeout=30) as client:
             while not done.is_set():
-                figures = metric_totals(client.get("/metrics").text)
+                figures = read_metrics(client.get("/metrics").text).totals()
                 for name in names:
                     samples[name].append(figures[name])
                 time.sleep(0.02)
@@ -107,10 +107,10 @@ def test_metrics_name_how_the_api_waits(make_settings):
 def test_each_new_ticket_borrows_two_connections_in_async_mode(make_settings):
     settings = make_settings(intake_mode="async")
     with serve(create_app(settings, FakeProvider(0.01))) as url:
-        before = metric_totals(httpx.get(f"{url}/metrics", timeout=5).text)["ticket_api_db_pool_lent_total"]
+        before = read_metrics(httpx.get(f"{url}/metrics", timeout=5).text).totals()["ticket_api_db_pool_lent_total"]
         for _ in range(3):
             assert httpx.post(f"{url}/v1/tickets", json=TICKET, timeout=30).status_code == 201
-        after = metric_totals(httpx.get(f"{url}/metrics", timeout=5).text)["ticket_api_db_pool_lent_total"]
+        after = read_metrics(httpx.get(f"{url}/metrics", timeout=5).text).totals()["ticket_api_db_pool_lent_total"]
     assert after - before == 6  # the customer check and the save, each in a short transaction of its own
 
 

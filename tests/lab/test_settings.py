@@ -8,8 +8,8 @@ import time
 import httpx
 import pytest
 
-from scripts.toolkit import cli
-from scripts.toolkit.running import processes, services
+from scripts.toolkit import cli, processes
+from scripts.toolkit.running import apis
 from tests.lab.tools.commands import run_module
 from tests.test_config import refusal
 from ticket_api.config import load_settings
@@ -153,7 +153,7 @@ def test_fastapi_dev_stops_on_a_bad_value_with_one_line(tmp_path):
 
 def test_an_unreachable_provider_is_one_warning_and_the_api_starts_anyway(database_url, tmp_path):
     provider_url = f"http://127.0.0.1:{processes.free_port()}/v1"
-    with services.api(provider_url, env={"DATABASE_URL": database_url}, log_dir=tmp_path) as api:
+    with apis.api(provider_url, env={"DATABASE_URL": database_url}, log_dir=tmp_path) as api:
         assert httpx.get(f"{api.url}/health").status_code == 200
     lines = [line for line in api.log_path.read_text().splitlines() if "AI provider" in line]
     assert len(lines) == 1 and lines[0].startswith("WARNING") and provider_url in lines[0]

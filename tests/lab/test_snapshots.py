@@ -6,9 +6,11 @@ import sys
 import pytest
 
 from scripts.toolkit.cli import PROJECT_ROOT as ROOT
+from scripts.toolkit.lessons.references import missing_references
 from scripts.toolkit.lessons.snapshots_readme import copy_commands
 from scripts.toolkit.lessons.spec import load_lessons, shape_problems
 from scripts.toolkit.lessons.student_files import student_files, unused_files
+from scripts.toolkit.lessons.unused_names import unused_names
 
 
 def test_shapes_compare_lists_bounds_and_scaled_bounds():
@@ -79,6 +81,53 @@ def test_a_students_scripts_are_the_lessons_and_what_they_import_and_a_file_noth
         & found
     )
     assert unused_files(tmp_path) == ["ticket_api/orphan.py"]
+
+
+@pytest.mark.parametrize("snapshot", ["end-of-m01", "end-of-m02"])
+def test_a_snapshot_ships_only_what_it_uses(snapshot):
+    assert unused_names(ROOT / "snapshots" / snapshot) == []
+
+
+@pytest.mark.parametrize("snapshot", ["end-of-m01", "end-of-m02"])
+def test_a_snapshot_names_no_path_or_module_it_does_not_have(snapshot):
+    assert missing_references(ROOT / "snapshots" / snapshot) == []
+
+
+def test_what_nothing_uses_and_what_is_not_there_are_found(tmp_path):
+    files = {
+        "ticket_api/__init__.py": "",
+        "ticket_api/main.py": (
+            '"""See scripts/README.md and `python -m scripts.watch`; ticket_api/used.py is here."""\n'
+            "from ticket_api.used import needed\n\n"
+            "@router.get('/health')\ndef health():\n    return needed()\n"
+        ),
+        "ticket_api/used.py": (
+            "LIMIT = 3  # read by nobody\n\n\ndef needed():\n    return 1\n\n\n"
+            'def lab_only():\n    """Mentions needed in words only."""\n\n\nclass Tool:\n'
+            "    def run(self):\n        pass\n\n    def forgotten(self):\n        pass\n\n\nTool().run()\n"
+        ),
+        "tests/conftest.py": (
+            "import pytest\n\n\n@pytest.fixture\ndef db():\n    return 1\n\n\n"
+            "@pytest.fixture\ndef unasked():\n    return 2\n"
+        ),
+        "tests/test_x.py": "pytestmark = []\n\n\ndef test_x(db):\n    assert db\n",
+        "README.md": "[the API](ticket_api/main.py), [gone](docs/gone.md), `tests/lab/test_x.py`\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert unused_names(tmp_path) == [
+        "tests/conftest.py:10: unasked",
+        "ticket_api/used.py:1: LIMIT",
+        "ticket_api/used.py:8: lab_only",
+        "ticket_api/used.py:16: forgotten",
+    ]
+    assert sorted(missing_references(tmp_path)) == [
+        "README.md:1: docs/gone.md",
+        "README.md:1: tests/lab/test_x.py",
+        "ticket_api/main.py:1: scripts.watch",
+        "ticket_api/main.py:1: scripts/README.md",
+    ]
 
 
 def test_the_students_simulator_carries_no_benchmark_of_the_lab():

@@ -15,10 +15,13 @@ import pytest
 
 from scripts.snapshots import SNAPSHOTS, copy_tree
 from scripts.toolkit.cli import CommandError
+from scripts.toolkit.measure.rates import by_label
 from scripts.toolkit.metrics import read_metrics
+from scripts.toolkit.processes import free_port, start_process, stop_process
+from scripts.toolkit.running.apis import API_APP, started, uvicorn_command
+from scripts.toolkit.running.commands import run_to_completion
 from scripts.toolkit.running.postgres import postmaster
-from scripts.toolkit.running.processes import free_port, run_to_completion, start_process, stop_process
-from scripts.toolkit.running.services import API_APP, simulator, started, uvicorn_command
+from scripts.toolkit.services import simulator
 from ticket_api.instruments import workers
 
 TICKET = {"customer_id": 1, "subject": "Parcel 51 has not arrived", "body": "It was due on Monday."}
@@ -67,7 +70,7 @@ def test_two_workers_count_together_name_themselves_and_leave_no_postgres_after_
         for _ in range(8):  # each on a new connection: the kernel hands them to either worker
             assert httpx.post(f"{url}/v1/tickets", json=TICKET, timeout=30).status_code == 201
         scrapes = [read_metrics(httpx.get(f"{url}/metrics", timeout=5).text) for _ in range(6)]
-    workers = {pid for scrape in scrapes for pid in scrape.by_label("ticket_api_event_loop_lag_seconds_count", "pid")}
+    workers = {pid for scrape in scrapes for pid in by_label(scrape, "ticket_api_event_loop_lag_seconds_count", "pid")}
     assert [scrape.get("ticket_api_tickets_total", outcome="created") for scrape in scrapes] == [8.0] * 6
     assert {scrape.get("ticket_api_provider_calls_total") for scrape in scrapes} == {24.0}
     assert len(workers) == 2  # the lag, each worker's own

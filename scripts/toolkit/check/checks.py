@@ -11,7 +11,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from scripts.toolkit.cli import Clock, CommandError, progress
+from scripts.toolkit.cli import CommandError, progress
+from scripts.toolkit.commands.options import Clock
 from ticket_api.errors import StartupError
 
 PASSED, FAILED, SKIPPED, ERROR = "passed", "failed", "skipped", "error"

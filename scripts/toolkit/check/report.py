@@ -11,8 +11,8 @@ from pathlib import Path
 
 from scripts.toolkit.check.checks import ERROR, FAILED, SKIPPED, WORDS, Result
 from scripts.toolkit.check.student_api import Run
-from scripts.toolkit.cli import readable_ms
 from scripts.toolkit.lessons.spec import Expectation
+from scripts.toolkit.reports.text import readable_ms
 
 HINTS_FILE = Path(__file__).with_name("hints.toml")
 WIDTH = 100

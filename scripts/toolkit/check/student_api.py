@@ -16,14 +16,15 @@ from pathlib import Path
 import httpx
 import psycopg
 
+from scripts.toolkit import services
 from scripts.toolkit.check import loop_sampler
 from scripts.toolkit.cli import PROJECT_ROOT, CommandError
-from scripts.toolkit.databases import connections_held
 from scripts.toolkit.lessons.spec import command_speed, run_command
 from scripts.toolkit.lessons.suites import NO_TRACES
+from scripts.toolkit.measure.database_state import connections_held
 from scripts.toolkit.measure.rates import read_simulator_stats
-from scripts.toolkit.running import services
-from scripts.toolkit.running.services import Service, ServiceDidNotAnswer, ServiceStopped
+from scripts.toolkit.running import apis
+from scripts.toolkit.services import Service, ServiceDidNotAnswer, ServiceStopped
 from ticket_api.errors import StartupError
 from ticket_api.instruments.connections import connect
 
@@ -65,7 +66,7 @@ class CheckStack:
         """The lab's simulator at `speed`, quota off."""
         if speed not in self.simulators:
             service = services.simulator(speed=speed, quota=0, log_dir=self.log_dir / f"simulator-{speed:g}")
-            self.simulators[speed] = self.resources.enter_context(services.started(service))
+            self.simulators[speed] = self.resources.enter_context(apis.started(service))
         return self.simulators[speed]
 
     @contextmanager
@@ -78,7 +79,7 @@ class CheckStack:
         provider = f"{self.simulator(speed).url}/v1"
         # The lab's uvicorn command line, run by loop_sampler.py (which then runs uvicorn's) instead of `-m uvicorn`.
         script = Path(loop_sampler.__file__)
-        service = services.api(provider, env=settings, cwd=self.project, log_dir=self.log_dir, script=script)
+        service = apis.api(provider, env=settings, cwd=self.project, log_dir=self.log_dir, script=script)
         earlier = len(service.log_path.read_text(errors="replace")) if service.log_path.exists() else 0
         try:
             service.start(API_START_TIMEOUT_S)
@@ -90,7 +91,7 @@ class CheckStack:
         try:
             yield service
         finally:
-            service.stop(services.STOP_TIMEOUT_S)
+            service.stop(apis.STOP_TIMEOUT_S)
 
     def run(self, command: dict) -> Run:
         """Start the API as the command says (`api_env`), run the command from the lab's folder, stop the API."""

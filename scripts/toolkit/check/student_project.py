@@ -17,7 +17,7 @@ from dotenv import dotenv_values
 from scripts.toolkit.cli import CommandError
 from scripts.toolkit.lessons.spec import SNAPSHOTS, Lesson, lesson_chain
 from scripts.toolkit.lessons.suites import NO_TRACES
-from scripts.toolkit.running.processes import run_to_completion
+from scripts.toolkit.running.commands import run_to_completion
 from ticket_api.config import Settings
 
 SETTINGS = tuple(name.upper() for name in Settings.model_fields)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from scripts.toolkit.cli import PROJECT_ROOT, CommandError
-from scripts.toolkit.running.processes import run_to_completion
+from scripts.toolkit.running.commands import run_to_completion
 
 SNAPSHOTS = PROJECT_ROOT / "snapshots"
 LESSONS = SNAPSHOTS / "lessons.toml"

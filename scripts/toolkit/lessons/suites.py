@@ -10,7 +10,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from scripts.toolkit.running.processes import run_to_completion
+from scripts.toolkit.running.commands import run_to_completion
 
 SUITE_TIMEOUT_S = 900
 COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?)")

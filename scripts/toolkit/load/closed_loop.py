@@ -19,7 +19,8 @@ from typing import Any
 import aiohttp
 import orjson
 
-from scripts.toolkit.answers import Answer, describe_failure, server_total_ms
+from scripts.stall import describe_failure, server_timing
+from scripts.toolkit.answers import Answer
 from scripts.toolkit.cli import CommandError
 
 # A generator that used 90% of a core was busy itself: its figures are its own limit (Locust warns there too).
@@ -56,6 +57,11 @@ class Outcome:
     ok: bool
     failure: str | None = None
     server_ms: float | None = None
+
+
+def server_total_ms(response: Answer) -> float | None:
+    """The `total` of the answer's Server-Timing header (the API's own time for it), or None."""
+    return server_timing(response).get("total")
 
 
 def outcome_of(answer: Answer | Exception, server_ms: Callable[[Answer], float | None] = server_total_ms) -> Outcome:

@@ -20,15 +20,15 @@ import aiohttp
 import httpx
 import orjson
 
+from scripts.stall import probe_health, times_ms
 from scripts.toolkit.cli import progress
 from scripts.toolkit.dataset import random_ticket
-from scripts.toolkit.health import probe_health, times_ms
 from scripts.toolkit.load import wrk
 from scripts.toolkit.load.closed_loop import Send, closed_loop, run_on, sender, session
 from scripts.toolkit.measure import profile
 from scripts.toolkit.measure.cpu import Roles, cpu_of_window
 from scripts.toolkit.measure.quantiles import quantile
-from scripts.toolkit.running.processes import in_own_process
+from scripts.toolkit.running.commands import in_own_process
 from simulator.replay import OPERATIONS, load_recording
 from simulator.settings import load_settings as simulator_settings
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from scripts.toolkit.cli import CommandError
 from scripts.toolkit.measure.quantiles import quantile
-from scripts.toolkit.running.processes import free_port, start_process, stop_process
+from scripts.toolkit.processes import free_port, start_process, stop_process
 
 LOCUSTFILE = "locustfiles/tickets.py"
 RECORDER = "scripts/toolkit/load/request_times.py"

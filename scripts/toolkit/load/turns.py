@@ -11,8 +11,9 @@ from pathlib import Path
 from scripts.toolkit.cli import progress
 from scripts.toolkit.load.levels import Level, measure, window_s
 from scripts.toolkit.measure.cpu import processes_by_role
-from scripts.toolkit.running.services import Service, api, started
+from scripts.toolkit.running.apis import api, started
 from scripts.toolkit.running.stack import Stack
+from scripts.toolkit.services import Service
 
 Window = Callable[..., Level]  # (url, roles, app=...) -> one measured window of a level
 REFERENCE_APP = "scripts.reference_api:app"  # a ticket's same I/O through the same libraries, and nothing else

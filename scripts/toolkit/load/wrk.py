@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 from scripts.toolkit.cli import CommandError
-from scripts.toolkit.running.processes import run_to_completion
+from scripts.toolkit.running.commands import run_to_completion
 
 MARK = "WRK_FIGURES "
 SCRIPT = """

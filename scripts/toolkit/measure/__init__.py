@@ -6,5 +6,6 @@
   watchdog's lines of the same window, the simulator's stats
 - held_series: what the server holds, several times a second (scripts.watch live; compare and capacity recorded),
   and a recording's peaks
+- database_state: what the tools read of PostgreSQL's state: the tickets a run saved, the connections it holds
 - quantiles: the one quantile function, medians over passes, and the most (start, end) intervals at once
 """

@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 
-from scripts.toolkit.health import HealthProbes, probe_health
+from scripts.stall import HealthProbes, probe_health
 from scripts.toolkit.measure.rates import (
     GAUGES,
     INTERVAL_KEYS,

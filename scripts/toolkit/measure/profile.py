@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from scripts.toolkit.cli import CommandError
-from scripts.toolkit.running.processes import start_process, stop_process
+from scripts.toolkit.processes import start_process, stop_process
 
 RATE = 100  # samples per second
 

@@ -49,7 +49,7 @@ def read_scrape(response: httpx.Response) -> Scrape:
 
 def workers(scrape: Metrics) -> list[str]:
     """The pids of the worker processes whose event loops /metrics gives one by one; none with one process."""
-    return sorted(scrape.by_label(f"{LAG}_count", "pid"))
+    return sorted(by_label(scrape, f"{LAG}_count", "pid"))
 
 
 def lag_between(before: Metrics, after: Metrics, pid: str | None = None) -> dict:
@@ -100,8 +100,8 @@ def watchdog_lines(log: Path, start: int, end: int) -> dict:
 def interval_figures(before: Scrape, oldest: Scrape, scrape: Scrape) -> Row:
     """The figures of the time between answers of /metrics: the largest lag and the DB connections lent per
     second since `before`, tickets/s by outcome since `oldest` (RATE_OVER_S ago)."""
-    created = scrape.by_label("ticket_api_tickets_total", "outcome")
-    earlier = oldest.by_label("ticket_api_tickets_total", "outcome")
+    created = by_label(scrape, "ticket_api_tickets_total", "outcome")
+    earlier = by_label(oldest, "ticket_api_tickets_total", "outcome")
     lent, lent_before = scrape.get("ticket_api_db_pool_lent_total"), before.get("ticket_api_db_pool_lent_total")
     by_worker = {pid: lag_between(before, scrape, pid)["largest_s"] for pid in workers(scrape)}
     return {
@@ -128,3 +128,12 @@ def read_simulator_stats(response: httpx.Response) -> dict[str, Any]:
     """The simulator's GET /admin/stats; KeyError or ValueError if it is not the simulator's answer."""
     stats = response.json()
     return {key: stats[key] for key in SIMULATOR_STATS.values()}
+
+
+def by_label(scrape: Metrics, name: str, label: str) -> dict[str, float]:
+    """{label value: sample value} of every sample of `name` in one reading of /metrics, such as tickets by outcome."""
+    return {
+        dict(labels)[label]: value
+        for (sample, labels), value in scrape.values.items()
+        if sample == name and label in dict(labels)
+    }

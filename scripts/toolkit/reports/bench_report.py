@@ -5,9 +5,9 @@ import platform
 
 import psutil
 
-from scripts.toolkit.cli import format_table
 from scripts.toolkit.load import wrk
 from scripts.toolkit.load.levels import Level
+from scripts.toolkit.reports.text import format_table
 
 TARGETS = {8: 0.95, 32: 0.95, 128: 0.95}  # async, one API process: tickets/s ÷ the physical limit
 # Where the CPU binds, the API is judged against the reference measured in the same run, not against the

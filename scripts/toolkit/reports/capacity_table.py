@@ -3,11 +3,11 @@ figures, and the files (JSON, CSV, the chart, what the server held)."""
 
 from pathlib import Path
 
-from scripts.toolkit.cli import format_table
 from scripts.toolkit.measure.quantiles import medians
 from scripts.toolkit.reports import charts, course_figures
 from scripts.toolkit.reports.compare_table import write_figures
 from scripts.toolkit.reports.held_chart import draw_held
+from scripts.toolkit.reports.text import format_table
 
 # The figures of a run that a row gives as their median over the passes.
 FIGURES = (

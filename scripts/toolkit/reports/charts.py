@@ -2,7 +2,8 @@
 
 from typing import Any
 
-from scripts.toolkit.cli import CommandError, progress, readable_ms
+from scripts.toolkit.cli import CommandError, progress
+from scripts.toolkit.reports.text import readable_ms
 
 
 def load_pyplot():

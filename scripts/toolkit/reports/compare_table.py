@@ -5,10 +5,10 @@ import csv
 import json
 from pathlib import Path
 
-from scripts.toolkit.cli import format_table, readable_ms
 from scripts.toolkit.measure.quantiles import medians
 from scripts.toolkit.reports import charts, course_figures
 from scripts.toolkit.reports.held_chart import draw_held
+from scripts.toolkit.reports.text import format_table, readable_ms
 
 FIGURES = ("total_s", "health_answers", "health_median_ms", "health_slowest_ms")  # of a stall run, as the course's
 

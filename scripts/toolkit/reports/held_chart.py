@@ -6,8 +6,8 @@ Root-only, like the watcher: scripts.compare and scripts.capacity draw one chart
 import functools
 from typing import Any
 
-from scripts.toolkit.cli import readable_ms
 from scripts.toolkit.reports.charts import load_pyplot
+from scripts.toolkit.reports.text import readable_ms
 
 NO_ANSWER_COLOR = (0.86, 0, 0, 0.13)  # the live page's shading
 OUTCOME_COLORS = {"created": "#2a9d3a", "db_busy": "#8e44ad", "ai_busy": "#e07b00"}

@@ -1,9 +1,9 @@
 """scripts.kitchens's report: one API process against two at each level, the API on two beside the reference app on
 two and its targets, the stall on one worker and on two, and CPU work's spread over the workers."""
 
-from scripts.toolkit.cli import format_table, readable_ms
 from scripts.toolkit.load.turns import JUDGED_ROUNDS, JUDGED_USERS
 from scripts.toolkit.reports.bench_report import AT_LEAST_OF_REFERENCE, CPU_PACED, beside_reference, side_by_side
+from scripts.toolkit.reports.text import format_table, readable_ms
 
 TARGET_SHARE = 0.95  # of the limit, two API processes at JUDGED_USERS
 CPU_AIM = 1.00  # the API's CPU per ticket over the reference's, each over the simulator's

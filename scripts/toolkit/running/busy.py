@@ -12,8 +12,8 @@ from pathlib import Path
 from subprocess import Popen
 
 from scripts.toolkit.cli import CommandError, progress
+from scripts.toolkit.running.commands import running
 from scripts.toolkit.running.postgres import client_program
-from scripts.toolkit.running.processes import running
 
 SPIN = "while True: pass"  # one core's worth of Python, as a browser tab or an editor's indexer takes it
 # PostgreSQL's own work, about 0.3 s of one core a query here, with nothing to read or write: no data set needed.

@@ -17,8 +17,9 @@ from typing import Any
 
 import orjson
 
-from scripts.toolkit.running.processes import free_port
-from scripts.toolkit.running.services import Service, uvicorn_command
+from scripts.toolkit.processes import free_port
+from scripts.toolkit.running.apis import uvicorn_command
+from scripts.toolkit.services import Service
 from simulator.replay import Replay, load_recording
 from simulator.server import BACKLOG, GC_THRESHOLD, KEEP_ALIVE_S
 from simulator.settings import Settings

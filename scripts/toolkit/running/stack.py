@@ -11,9 +11,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from scripts.toolkit.cli import Clock, CommandError, one_or_more_of, progress
+from scripts.toolkit.cli import CommandError, progress
+from scripts.toolkit.commands.options import Clock, one_or_more_of
 from scripts.toolkit.databases import init
-from scripts.toolkit.running.services import API_APP, Service, api, simulator, started
+from scripts.toolkit.running.apis import API_APP, api, started
+from scripts.toolkit.services import Service, simulator
 from ticket_api.config import load_settings
 from ticket_api.instruments.connections import resolve_dsn, shown_dsn
 

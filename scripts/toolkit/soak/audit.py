@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from scripts.toolkit import dataset
-from scripts.toolkit.databases import saved_tickets
+from scripts.toolkit.measure.database_state import saved_tickets
 
 MARKER = re.compile(r"\[(soak-[0-9a-f]+-\d+)\]$")
 

@@ -14,7 +14,8 @@ import aiohttp
 import orjson
 
 from scripts.toolkit.answers import error_code
-from scripts.toolkit.cli import Clock, progress
+from scripts.toolkit.cli import progress
+from scripts.toolkit.commands.options import Clock
 from scripts.toolkit.load.closed_loop import JSON, NO_ANSWER, Outcome, Reply, closed_loop, fetch, session
 from scripts.toolkit.soak.audit import Journey
 

@@ -62,12 +62,6 @@ def _feature(token: bytes, dimensions: int, weight: float) -> tuple[int, float]:
     return hashed % dimensions, (weight if hashed & 0x80000000 else -weight)
 
 
-def cosine(first: list[float], second: list[float]) -> float:
-    """The cosine similarity of two vectors of the same length."""
-    dot = sum(a * b for a, b in zip(first, second, strict=True))
-    return dot / (math.sqrt(sum(a * a for a in first)) * math.sqrt(sum(b * b for b in second)))
-
-
 def to_base64(vector: list[float]) -> str:
     """The vector as OpenAI's `encoding_format: "base64"` sends it: little-endian float32, base64."""
     packed = array.array("f", vector)

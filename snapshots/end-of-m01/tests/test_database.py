@@ -5,7 +5,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from scripts.toolkit.databases import apply_schema, temporary_database
-from scripts.toolkit.running.processes import free_port
+from scripts.toolkit.processes import free_port
 from tests.fakes import FakeProvider
 from ticket_api.database import Database
 from ticket_api.errors import StartupError

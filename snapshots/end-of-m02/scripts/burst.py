@@ -6,7 +6,6 @@ holds a connection through each ticket's AI wait; async intake borrows one only 
 and to save.
 """
 
-import argparse
 import asyncio
 import json
 import random
@@ -15,10 +14,10 @@ import time
 
 import httpx
 
-from scripts.toolkit.cli import positive_float, positive_int, progress, run
+from scripts.stall import check_api, positive_float, positive_int
+from scripts.toolkit.cli import command_parser, progress, run
 from scripts.toolkit.dataset import random_ticket
-from scripts.toolkit.health import check_api
-from scripts.toolkit.metrics import metric_totals
+from scripts.toolkit.metrics import read_metrics
 
 FIGURES = {
     "db_in_use": "ticket_api_db_pool_in_use",
@@ -31,7 +30,7 @@ FIGURES = {
 
 def watched_figures(text: str) -> dict[str, float]:
     """The figures burst watches, from /metrics in Prometheus text format."""
-    values = metric_totals(text)
+    values = read_metrics(text).totals()
     return {name: float(values.get(metric, 0)) for name, metric in FIGURES.items()}
 
 
@@ -117,11 +116,10 @@ def report(figures: dict) -> str:
 
 def main() -> int:
     """Parse the command line, run the burst, print the figures."""
-    parser = argparse.ArgumentParser(
-        prog="python -m scripts.burst",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="Exit codes: 0 every ticket got 201, 1 some did not, 2 the API cannot be reached or bad arguments.",
+    parser = command_parser(
+        "python -m scripts.burst",
+        __doc__,
+        "Exit codes: 0 every ticket got 201, 1 some did not, 2 the API cannot be reached or bad arguments.",
     )
     parser.add_argument("--url", default="http://127.0.0.1:8000", help="the API (default %(default)s)")
     parser.add_argument("--tickets", type=positive_int, default=32, help="tickets sent at once (default %(default)s)")

@@ -12,8 +12,7 @@ from dataclasses import dataclass
 import httpx
 import pytest
 
-from scripts.stall import send_ticket, waited_share
-from scripts.toolkit.health import probe_health, times_ms
+from scripts.stall import probe_health, send_ticket, times_ms, waited_share
 from tests.fakes import FakeProvider
 from tests.servers import serve
 from ticket_api.config import Settings, load_settings

@@ -74,15 +74,6 @@ def do_ai_work(provider, subject: str, body: str, timer: Timer) -> AiWork:
     return read_answers(classified, drafted, embedded, (classify_ms, draft_ms, embed_ms))
 
 
-async def do_ai_work_async(provider, subject: str, body: str, timer: Timer) -> AiWork:
-    """The same three calls with await provider.acall(): while one waits, the event loop serves others."""
-    with timer("ai"):
-        classified, classify_ms = await provider.acall("/chat/completions", classify_request(subject, body))
-        drafted, draft_ms = await provider.acall("/chat/completions", draft_request(subject, body))
-        embedded, embed_ms = await provider.acall("/embeddings", embed_request(subject, body))
-    return read_answers(classified, drafted, embedded, (classify_ms, draft_ms, embed_ms))
-
-
 def read_answers(classified: dict, drafted: dict, embedded: dict, elapsed: tuple[float, float, float]) -> AiWork:
     """Turn the three provider answers into AiWork; an answer we cannot use is the provider's fault (502)."""
     try:

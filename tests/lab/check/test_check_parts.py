@@ -27,7 +27,8 @@ from scripts.toolkit.check.lesson_checks import lesson_checks
 from scripts.toolkit.check.report import as_text, exit_code, hints
 from scripts.toolkit.check.student_api import startup_failure
 from scripts.toolkit.check.student_project import SNAPSHOTS, InvalidSettings, read_settings, settings_refused
-from scripts.toolkit.cli import PROJECT_ROOT, Clock
+from scripts.toolkit.cli import PROJECT_ROOT
+from scripts.toolkit.commands.options import Clock
 from scripts.toolkit.lessons.spec import CommandTimedOut, expectation, load_lessons, run_command
 from tests.servers import serve
 

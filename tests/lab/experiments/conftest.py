@@ -15,7 +15,7 @@ from scripts.experiments.app import create_app
 from scripts.experiments.runner import experiment_app
 from scripts.experiments.settings import ExperimentSettings
 from scripts.toolkit import cli
-from scripts.toolkit.running import services
+from scripts.toolkit.running import apis
 from tests.servers import serve
 
 UPSTREAM_DELAY_S = 0.25  # long enough that a blocked loop shows above the noise of 2 busy cores
@@ -54,7 +54,7 @@ def client() -> Iterator[TestClient]:
 @pytest.fixture(scope="session")
 def running_app(upstream: SimpleNamespace) -> Iterator[str]:
     """The experiment app in a process of its own (THREAD_LIMIT=4), in front of the fake provider; yields its URL."""
-    with services.started(experiment_app(ExperimentSettings(upstream.url, thread_limit=4))) as app:
+    with apis.started(experiment_app(ExperimentSettings(upstream.url, thread_limit=4))) as app:
         yield app.url
 
 

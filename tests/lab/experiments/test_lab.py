@@ -13,10 +13,10 @@ from fastapi.testclient import TestClient
 
 from scripts.experiments.app import app, create_app
 from scripts.experiments.settings import ExperimentSettings
-from scripts.toolkit.health import probe_health, times_ms
+from scripts.stall import probe_health, times_ms
 from scripts.toolkit.load.closed_loop import Load, closed_loop, getter, session
 from scripts.toolkit.measure.quantiles import quantile
-from scripts.toolkit.running.processes import free_port
+from scripts.toolkit.processes import free_port
 from tests.servers import serve
 
 SLEEP_PATHS = ["/sleep/def", "/sleep/async-blocking", "/sleep/async", "/sleep/threadpool", "/sleep/to-thread"]

@@ -11,9 +11,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from scripts.toolkit.answers import describe_failure, server_total_ms
-from scripts.toolkit.cli import CommandError, parse_levels
-from scripts.toolkit.health import check_api, probe_health
+from scripts.stall import check_api, describe_failure, probe_health
+from scripts.toolkit.cli import CommandError
+from scripts.toolkit.commands.options import parse_levels
 from scripts.toolkit.load.closed_loop import (
     Load,
     Outcome,
@@ -21,6 +21,7 @@ from scripts.toolkit.load.closed_loop import (
     closed_loop,
     generator_saturated,
     getter,
+    server_total_ms,
     session,
     warm_up,
 )

@@ -19,8 +19,8 @@ import pytest
 
 from scripts.experiments.runner import experiment_app
 from scripts.experiments.settings import ExperimentSettings
-from scripts.toolkit.running import services
-from scripts.toolkit.running.processes import free_port, start_process, stop_process
+from scripts.toolkit.processes import free_port, start_process, stop_process
+from scripts.toolkit.running import apis
 from tests.lab.tools.commands import ctrl_c_as_from_a_terminal
 
 COMMANDS = {
@@ -97,7 +97,7 @@ def test_sigterm_during_the_measurement_stops_what_the_command_started():
 
 
 def test_the_runner_starts_the_workers_asked_for():
-    with services.started(experiment_app(ExperimentSettings(), workers=2)) as app:
+    with apis.started(experiment_app(ExperimentSettings(), workers=2)) as app:
         workers = [
             child
             for child in psutil.Process(app.process.pid).children()

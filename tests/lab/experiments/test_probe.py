@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from scripts.toolkit.running.processes import free_port
+from scripts.toolkit.processes import free_port
 
 
 def probe(run_command, url: str, path: str, concurrency: int, requests: int) -> dict:

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from scripts.experiments.knee import find_knee, render
-from scripts.toolkit.running.processes import free_port
+from scripts.toolkit.processes import free_port
 
 
 def level(concurrency: int, rps: float | None, p99: float | None, saturated: bool = False) -> dict:

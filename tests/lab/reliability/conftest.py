@@ -5,8 +5,9 @@ from types import SimpleNamespace
 
 import pytest
 
+from scripts.toolkit import services
 from scripts.toolkit.databases import apply_schema
-from scripts.toolkit.running import services
+from scripts.toolkit.running import apis
 from ticket_api.instruments.connections import connect
 from ticket_api.instruments.embedded import embedded_dsn, stop_embedded
 
@@ -35,7 +36,7 @@ def start_api(database_url: str, tmp_path) -> Iterator:
 
     def start(provider_url: str, **env: str) -> services.Service:
         settings = {"DATABASE_URL": database_url, **env}
-        service = services.api(provider_url, env=settings, log_dir=tmp_path / f"api-{len(started)}")
+        service = apis.api(provider_url, env=settings, log_dir=tmp_path / f"api-{len(started)}")
         started.append(service)
         return service.start()
 

@@ -15,7 +15,7 @@ import httpx
 import psycopg
 
 from scripts.toolkit.load.closed_loop import closed_loop, outcome_of
-from scripts.toolkit.metrics import metric_totals
+from scripts.toolkit.metrics import read_metrics
 from tests.lab.tools.commands import run_module
 
 IDLE = {"ticket_api_threads_borrowed": 0, "ticket_api_db_pool_in_use": 0, "ticket_api_provider_in_flight": 0}
@@ -75,7 +75,7 @@ def assert_rows_match_answer(conn: psycopg.Connection, ticket: dict, answer: htt
 
 def metric_figures(url: str) -> dict[str, float]:
     """GET /metrics as {name: value} (labelled series of one name are added up)."""
-    return metric_totals(httpx.get(f"{url}/metrics", timeout=10).text)
+    return read_metrics(httpx.get(f"{url}/metrics", timeout=10).text).totals()
 
 
 def assert_idle(url: str, within_s: float = 5.0) -> None:

@@ -17,7 +17,7 @@ import psycopg
 import pytest
 
 from scripts.toolkit.cli import PROJECT_ROOT
-from scripts.toolkit.running.processes import free_port
+from scripts.toolkit.processes import free_port
 from scripts.toolkit.running.stack import MODES
 from tests.fakes import FakeProvider
 from tests.lab.reliability.reliability_testing import assert_idle, marked_ticket, post_all, rows_of

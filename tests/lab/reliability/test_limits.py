@@ -1,6 +1,6 @@
 """What bounds a client's hold on the API: uvicorn's own options, as the lab's runners pass them, and what they leave.
 
-The runners start uvicorn with `--limit-concurrency` and `--timeout-keep-alive` (scripts/toolkit/running/services.py);
+The runners (scripts/toolkit/running/apis.py) start uvicorn with `--limit-concurrency` and `--timeout-keep-alive`;
 these tests hold a real API process to what those give, and to what ticket_api/README.md says they
 do not bound (a request head's size under httptools, a client that never finishes its head).
 """
@@ -13,7 +13,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from scripts.toolkit.running import processes, services
+from scripts.toolkit import processes, services
+from scripts.toolkit.running import apis
 
 LIMIT = 8  # --limit-concurrency of the API under test
 KEEP_ALIVE_S = 1.0  # --timeout-keep-alive of the API under test
@@ -22,7 +23,7 @@ KEEP_ALIVE_S = 1.0  # --timeout-keep-alive of the API under test
 @pytest.fixture(scope="module")
 def api(database_url: str, tmp_path_factory) -> Iterator[services.Service]:
     """The API with small bounds (no provider: these requests never reach it)."""
-    service = services.api(
+    service = apis.api(
         f"http://127.0.0.1:{processes.free_port()}/v1",
         env={"DATABASE_URL": database_url},
         log_dir=tmp_path_factory.mktemp("api"),

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from scripts.toolkit import dataset
-from scripts.toolkit.cli import Clock
+from scripts.toolkit.commands.options import Clock
 from scripts.toolkit.databases import create_lab_database, drop_database
 from scripts.toolkit.measure.rates import read_simulator_stats
 from scripts.toolkit.running.stack import MODES

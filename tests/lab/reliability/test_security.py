@@ -15,8 +15,7 @@ import uvicorn
 from fastapi_cli.cli import app as fastapi_cli
 from psycopg.conninfo import make_conninfo
 
-from scripts.toolkit import cli
-from scripts.toolkit.running import processes, services
+from scripts.toolkit import cli, processes, services
 from simulator.settings import Settings as SimulatorSettings
 from tests.lab.reliability.reliability_testing import marked_ticket, post_all
 from tests.lab.tools.commands import run_module

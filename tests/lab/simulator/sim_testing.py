@@ -9,7 +9,7 @@ from pathlib import Path
 
 import httpx
 
-from scripts.toolkit.running.processes import start_process, stop_process
+from scripts.toolkit.processes import start_process, stop_process
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 START_TIMEOUT_S = 20

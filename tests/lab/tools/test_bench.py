@@ -10,13 +10,14 @@ import pytest
 from fastapi import FastAPI, Request
 
 from scripts.reference_api import OPTIONS
+from scripts.toolkit import services
 from scripts.toolkit.load import wrk
 from scripts.toolkit.load.levels import Level
 from scripts.toolkit.load.turns import in_turn
 from scripts.toolkit.measure.cpu import cpu_between
 from scripts.toolkit.measure.profile import shares
 from scripts.toolkit.reports.bench_report import by_generator, verdicts
-from scripts.toolkit.running import services
+from scripts.toolkit.running import apis
 from tests.lab.tools.commands import run_module
 from tests.servers import serve
 
@@ -89,12 +90,10 @@ def test_two_apps_take_turns_each_round_and_each_is_pooled():
 def test_each_option_of_the_reference_answers_a_ticket_as_the_reference_does(lab_database_url):
     new = {"customer_id": 1, "subject": "Refund for order 4411", "body": "I returned the shoes."}
     answers = {}
-    with services.started(services.simulator(speed=0.01)) as simulator:
+    with apis.started(services.simulator(speed=0.01)) as simulator:
         for option in ["", *OPTIONS]:
             env = {"DATABASE_URL": lab_database_url, "REFERENCE_OPTION": option}
-            with services.started(
-                services.api(f"{simulator.url}/v1", env=env, app="scripts.reference_api:app")
-            ) as reference:
+            with apis.started(apis.api(f"{simulator.url}/v1", env=env, app="scripts.reference_api:app")) as reference:
                 answer = httpx.post(f"{reference.url}/v1/tickets", json=new, timeout=30)
             assert answer.status_code == 201, (option, answer.text)
             answers[option] = answer

@@ -12,8 +12,8 @@ import psutil
 import pytest
 
 from scripts.toolkit.cli import PROJECT_ROOT
+from scripts.toolkit.processes import OWN_GROUP
 from scripts.toolkit.running.busy import Loads, describe_loads
-from scripts.toolkit.running.processes import OWN_GROUP
 from tests.lab.tools.commands import ctrl_c_as_from_a_terminal, run_module
 
 TEXT = {"capture_output": True, "text": True, "timeout": 120}

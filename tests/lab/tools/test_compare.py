@@ -10,10 +10,10 @@ import time
 
 import pytest
 
+from scripts.toolkit.processes import start_process, stop_process
 from scripts.toolkit.reports import course_figures
 from scripts.toolkit.reports.charts import draw_health_medians
 from scripts.toolkit.reports.compare_table import median_rows, render
-from scripts.toolkit.running.processes import start_process, stop_process
 from tests.lab.tools.commands import HELD_FIELDS, listening, run_module
 
 

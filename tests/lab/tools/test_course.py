@@ -1,7 +1,8 @@
 """The course's published figures live in scripts/toolkit/reports/course.toml: the READMEs quote exactly those."""
 
-from scripts.toolkit.cli import PROJECT_ROOT, readable_ms
+from scripts.toolkit.cli import PROJECT_ROOT
 from scripts.toolkit.reports import course_figures
+from scripts.toolkit.reports.text import readable_ms
 from scripts.toolkit.running.stack import MODES
 
 READMES = "\n".join(path.read_text() for path in [PROJECT_ROOT / "README.md", *PROJECT_ROOT.glob("*/README.md")])

@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from scripts.kitchens import GENERATORS, cpu_rows
-from scripts.toolkit.cli import Clock
+from scripts.toolkit.commands.options import Clock
 from scripts.toolkit.load import wrk
 from scripts.toolkit.load.levels import Level
 from scripts.toolkit.measure.quantiles import most_at_once

@@ -8,9 +8,9 @@ import re
 import httpx
 import pytest
 
-from scripts.stall import measure_stall, median_pass, report, send_ticket, waited_share
+from scripts.stall import measure_stall, median_pass, report, send_ticket, server_timing, waited_share
 from scripts.toolkit import dataset
-from scripts.toolkit.answers import error_code, server_timing
+from scripts.toolkit.answers import error_code
 from scripts.toolkit.dataset import random_ticket
 from tests.fakes import FakeProvider
 from tests.lab.tools.commands import run_module

@@ -5,9 +5,9 @@ import json
 import httpx
 import pytest
 
-from scripts.toolkit.answers import provider_calls, server_timing
+from scripts.stall import provider_calls, server_timing
+from scripts.toolkit import services
 from scripts.toolkit.reports.charts import draw_timeline
-from scripts.toolkit.running import services
 from scripts.toolkit.running.stack import MODES
 from tests.fakes import FakeProvider
 from tests.lab.tools.commands import run_module

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from scripts.toolkit.cli import output_folder
-from scripts.toolkit.running import processes, services
+from scripts.toolkit import processes, services
+from scripts.toolkit.commands.options import output_folder
+from scripts.toolkit.running import apis
 from tests.lab.tools.commands import run_module
 
 CHROMIUM = shutil.which("chromium")
@@ -52,7 +53,7 @@ def watched_stall(mode: str, lab_database_url: str, folder: Path) -> dict[str, s
     """A simulator, the API in `mode` and the watcher; 4 tickets at once by scripts.stall; the page's figures."""
     with (
         services.simulator(speed=SPEED, log_dir=folder) as simulator,
-        services.api(
+        apis.api(
             f"{simulator.url}/v1", env={"INTAKE_MODE": mode, "DATABASE_URL": lab_database_url}, log_dir=folder
         ) as api,
     ):

@@ -11,8 +11,8 @@ import pytest
 
 from scripts.toolkit.measure.held_series import NO_ANSWER_S, peaks, record_tick_s, watching_in_thread
 from scripts.toolkit.measure.rates import GAUGES, interval_figures, lag_between, read_scrape
+from scripts.toolkit.processes import free_port
 from scripts.toolkit.reports.held_chart import draw_held
-from scripts.toolkit.running.processes import free_port
 
 LAG = "ticket_api_event_loop_lag_seconds"
 BOUNDS = ("0.001", "0.005", "0.01", "1.0", "2.5", "+Inf")

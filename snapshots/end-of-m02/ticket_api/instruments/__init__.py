@@ -1,18 +1,19 @@
 """The lab's instruments: what the API shows of itself while it works, and the plumbing the lessons never open.
 
-| module            | what it shows or does                                             | where you see it            |
-| ----------------- | ----------------------------------------------------------------- | --------------------------- |
-| requestlog.py     | `POST /v1/tickets 201 2337ms queries=7`; Server-Timing headers    | the API's log, scripts.stall |
-| metrics.py        | threads, DB connections, provider calls, tickets, the loop's lag  | GET /metrics, scripts.burst |
-| watchdog.py       | the line that blocks the event loop, while it blocks              | the API's log               |
-| workers.py        | several workers (`fastapi run --workers 2`) counted as one server | GET /metrics, the API's log |
-| body_limit.py     | 413 body_too_large for a body over 64 KiB                         | the answer                  |
-| error_answers.py  | every error as `{"error": CODE, "detail": TEXT}`, never a 500     | the answer, /docs           |
-| startup.py        | a failure, a bad setting or a silent provider, in one line        | the API's log               |
-| connections.py    | 503 db_busy or db_unavailable; a connection checked after restart | the answer                  |
-| embedded.py       | the embedded PostgreSQL in .lab/pgdata, when DATABASE_URL is unset | python -m scripts.db status |
+| module           | what it shows or does                                               | where you see it          |
+| ---------------- | ------------------------------------------------------------------- | ------------------------- |
+| requestlog.py    | a line per request, `POST /v1/tickets 201 2337ms queries=7 id=...`; | the API's log; each       |
+|                  | Server-Timing and X-Provider-Calls                                  | answer's headers          |
+| metrics.py       | threads, DB connections, provider calls, tickets, the loop's lag    | GET /metrics              |
+| watchdog.py      | the line that blocks the event loop, while it blocks                | the API's log             |
+| workers.py       | several workers (`fastapi run --workers 2`) counted as one server   | GET /metrics; the log     |
+| body_limit.py    | 413 body_too_large for a request body over 64 KiB                   | the answer                |
+| error_answers.py | every error as `{"error": CODE, "detail": TEXT}`, never a traceback | the answer; /docs         |
+| startup.py       | a failure, a bad setting or a silent provider, in one line          | the API's log             |
+| connections.py   | 503 db_busy or db_unavailable; a connection checked after a restart | the answer                |
+| embedded.py      | the embedded PostgreSQL in .lab/pgdata, when DATABASE_URL is unset  | python -m scripts.db      |
 
-`main.py` plugs them in with one call, `instruments.plug_into(app)`.
+`main.py` plugs them in with one call, `instruments.plug_into(app)`; `Instruments(metrics=False, ...)` leaves some out.
 """
 
 import gc

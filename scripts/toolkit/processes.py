@@ -1,17 +1,13 @@
 """The one process runner of scripts and tests: free ports, child processes in a group of their own stopped by pid
-(`start_process`, `running`, `stop_process`), a command run to its end (`run_to_completion`, `run_in_foreground`),
-an ASGI app served in a thread, and a function run in an interpreter of its own (`in_own_process`)."""
+(`start_process`, `stop_process`), and an ASGI app served in a thread."""
 
-import asyncio
-import multiprocessing
 import os
 import signal
 import socket
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
@@ -20,7 +16,6 @@ import uvicorn
 
 from scripts.toolkit.cli import PROJECT_ROOT, CommandError
 
-GRACE_S = 5  # how long a command in the foreground may take to end after a Ctrl+C, before it is stopped
 # Popen options that give a process a group of its own: stopping it stops its children (uvicorn
 # workers), and the terminal's Ctrl+C reaches only us, so we stop it in order.
 OWN_GROUP: dict[str, Any] = (
@@ -70,16 +65,6 @@ def start_process(
     return subprocess.Popen(argv, stdin=subprocess.DEVNULL, **options)
 
 
-@contextmanager
-def running(argv: list[str], **options: Any) -> Iterator[subprocess.Popen]:
-    """start_process() for the length of the block; stopped by pid however the block ends."""
-    process = start_process(argv, **options)
-    try:
-        yield process
-    finally:
-        stop_process(process)
-
-
 def stop_process(process: subprocess.Popen, timeout_s: float = 35, graceful: bool = True) -> int:
     """Stop a process started with OWN_GROUP: SIGTERM to it and its children, SIGKILL after `timeout_s` (at once
     without `graceful`); its exit code.
@@ -101,46 +86,6 @@ def stop_process(process: subprocess.Popen, timeout_s: float = 35, graceful: boo
             except subprocess.TimeoutExpired:
                 continue
         return process.wait()
-
-
-def run_to_completion(
-    argv: list[str], cwd: Path = PROJECT_ROOT, env: dict[str, str] | None = None, timeout_s: float | None = None
-) -> subprocess.CompletedProcess:
-    """Run a command to its end in a group of its own, its output captured as text; its result.
-
-    Past `timeout_s`, or on Ctrl+C or SIGTERM meanwhile, it is stopped with its children, and the
-    exception goes on (subprocess.TimeoutExpired for the timeout).
-    """
-    process = start_process(argv, cwd, env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    with process:  # its pipes closed however it ends
-        try:
-            stdout, stderr = process.communicate(timeout=timeout_s)
-        except BaseException:
-            stop_process(process, graceful=False)
-            raise
-    return subprocess.CompletedProcess(argv, process.returncode, stdout, stderr)
-
-
-def run_in_foreground(argv: list[str], cwd: Path | None = None, env: dict[str, str] | None = None) -> int:
-    """Run a command in this terminal's process group, so that a Ctrl+C reaches it as it reaches us; its exit code.
-
-    On Ctrl+C or SIGTERM, the command gets GRACE_S to end by itself, then SIGTERM, then SIGKILL; the
-    KeyboardInterrupt goes on once it has ended.
-    """
-    process = subprocess.Popen(argv, cwd=cwd, env=env)
-    try:
-        return process.wait()
-    except KeyboardInterrupt:
-        with signals_ignored():
-            for stop in (None, process.terminate, process.kill):
-                if stop is not None:
-                    stop()
-                try:
-                    process.wait(GRACE_S)
-                    break
-                except subprocess.TimeoutExpired:
-                    continue
-        raise
 
 
 @contextmanager
@@ -180,15 +125,3 @@ def serve_in_thread(app: Any, port: int = 0, **config: Any) -> Iterator[str]:
         server.should_exit = True
         thread.join(timeout=30)
         sock.close()
-
-
-async def in_own_process(function: Callable[..., Any], *args: Any) -> Any:
-    """`function(*args)` in a fresh interpreter of its own (its own GIL and event loop); its result.
-
-    Without blocking the caller's event loop, also while the process starts and ends.
-    """
-    pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
-    try:
-        return await asyncio.get_running_loop().run_in_executor(pool, function, *args)
-    finally:
-        await asyncio.to_thread(pool.shutdown)
