@@ -143,6 +143,7 @@ HOMES = {
 
 # (idea, file): why it may, though not the idea's home
 ALLOWED = {
+    ("the /health prober", "scripts/toolkit/services.py"): "a service's readiness: one GET, untimed",
     ("the process runner", "scripts/toolkit/running/commands.py"): "a command in this terminal's own process group",
     ("reading PostgreSQL's state", "scripts/toolkit/databases.py"): "scripts.db status: its server's tables and users",
     ("medians over passes", "scripts/stall.py"): "the student's own script, its --passes",

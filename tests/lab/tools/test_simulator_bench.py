@@ -6,7 +6,8 @@ import time
 import httpx
 import pytest
 
-from scripts.toolkit import services, sleeping_provider
+from scripts.toolkit import services
+from scripts.toolkit.running import sleeping_provider
 from tests.lab.simulator.sim_testing import chat_body
 from tests.lab.tools.commands import run_module
 
