@@ -21,14 +21,14 @@ UNRELATED = [
 ]
 
 
-@settings(max_examples=100, database=None, deadline=None)
-@given(text=st.text(max_size=400), dimensions=st.sampled_from([1, 8, 256, 1536]))
 def cosine(first: list[float], second: list[float]) -> float:
     """The cosine similarity of two vectors of the same length."""
     dot = sum(a * b for a, b in zip(first, second, strict=True))
     return dot / (math.sqrt(sum(a * a for a in first)) * math.sqrt(sum(b * b for b in second)))
 
 
+@settings(max_examples=100, database=None, deadline=None)
+@given(text=st.text(max_size=400), dimensions=st.sampled_from([1, 8, 256, 1536]))
 def test_every_vector_has_the_asked_dimension_and_unit_length(text, dimensions):
     vector = embed_text(text, dimensions)
     assert len(vector) == dimensions
