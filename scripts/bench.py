@@ -16,11 +16,15 @@ the API's), and checks the targets.
 
 Where the CPU binds (256 users and more), how far one process gets depends on the hour of the
 machine: the same code has spent 2.2 times the CPU per ticket in a slow hour. So at 256 and 512
-users the bench also runs a reference app (scripts/reference_api.py: a ticket's same I/O through
-the same libraries, and nothing else) in turn with the API (API, reference, reference, API, twice:
-the mean of four windows each), on the same generator and simulator, judges the API against it (its
-CPU over the simulator's in the same windows, where the machine's pace cancels out), and times a
-fixed piece of Python work before and after (the pace), so that two runs can be told apart. Where
+users the bench also runs, in turn with the API (API, bare, reference, reference, bare, API, twice:
+the mean of four windows each), on the same generator and simulator: the same API without its
+instruments ("bare": create_app(instruments=...) with none plugged in, scripts/client_apps.py), on
+one process and on two, and a reference app (scripts/reference_api.py: a ticket's same I/O through
+the same libraries, psycopg_pool's defaults, nothing else: the plain app a student would write). It
+judges the API against both (its CPU over the simulator's in the same windows, where the machine's
+pace cancels out), samples the API with py-spy at 512 users for each instrument's share of its CPU,
+and times a fixed piece of Python work before and after (the pace), so that two runs can be told
+apart. Where
 wrk is installed, it drives the 256- and 512-user levels too, in turn with the bench's own generator
 (bench, wrk, wrk, bench), as an outside check of it. `--options` then measures, one at a time
 against the reference, the public options of the stack that a project could take
@@ -31,13 +35,14 @@ import argparse
 import functools
 import json
 import time
-from contextlib import ExitStack
-from dataclasses import replace
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from scripts.client_apps import CLIENTS
+from scripts.client_apps import CLIENTS, WITHOUT
 from scripts.reference_api import OPTIONS
-from scripts.toolkit.cli import command_parser, progress, run
+from scripts.toolkit.cli import PROJECT_ROOT, command_parser, progress, run
 from scripts.toolkit.commands.options import Clock, output_folder, parse_levels, positive_int
 from scripts.toolkit.load import wrk
 from scripts.toolkit.load.levels import (
@@ -51,14 +56,17 @@ from scripts.toolkit.load.levels import (
 )
 from scripts.toolkit.load.turns import REFERENCE_APP, in_turn, options_in_turn
 from scripts.toolkit.measure import profile
-from scripts.toolkit.measure.cpu import pace_ms, processes_by_role
-from scripts.toolkit.reports.bench_report import by_generator, machine, report, verdicts
+from scripts.toolkit.measure.cpu import Roles, pace_ms, processes_by_role
+from scripts.toolkit.measure.profile import instrument_shares
+from scripts.toolkit.reports.bench_report import all_passed, judged, machine, report
 from scripts.toolkit.running.apis import api as api_service
 from scripts.toolkit.running.apis import started
 from scripts.toolkit.running.stack import Stack, event_loop, running_stack
 from scripts.toolkit.services import Service
 
 OPTIONS_USERS = 256
+SHARES_USERS = 512  # where py-spy tells each instrument's share of the API's CPU
+BARE_APP = "scripts.client_apps:without_instruments"  # the API without its instruments (LAB_INSTRUMENTS_OFF=all)
 EXIT_CODES = "Exit codes: 0 every target passed, 1 one failed, 2 a start-up failed or bad arguments."
 
 
@@ -74,10 +82,11 @@ def main() -> int:
     progress(f"bench on {machine()}")
     pace = [pace_ms()]
     with running_stack(1.0, folder / "logs", Clock()) as stack:
-        alone, levels, options = one_process(stack, args, folder, ticket_s)
-        levels += two_processes_and_thread(stack, args, ticket_s)
+        alone, levels, options, shares = one_process(stack, args, folder, ticket_s)
+        levels += two_processes_and_thread(stack, args, folder, ticket_s)
     pace.append(pace_ms())
-    table = report(levels, recorded_ms, alone, args.loop, pace, options)
+    verdicts = judged(levels)
+    table = report(levels, recorded_ms, alone, args.loop, pace, verdicts, options, shares)
     result = {
         "machine": machine(),
         "loop": args.loop,
@@ -87,7 +96,8 @@ def main() -> int:
         "pace_ms": pace,
         "levels": [as_json(lv) for lv in levels],
         "options": {option: [as_json(lv) for lv in pair] for option, pair in options.items()},
-        "verdicts": [line.strip() for line in verdicts(*by_generator(levels))],
+        "instrument_shares": shares,
+        "verdicts": [asdict(verdict) for verdict in verdicts],
         "measured_at": time.strftime("%Y-%m-%d %H:%M"),
     }
     (folder / "bench.json").write_text(json.dumps(result, indent=2))
@@ -99,26 +109,18 @@ def main() -> int:
             f"(py-spy, {folder / 'profile.txt'}):"
         )
         print("\n".join(profile.shares(folder / "profile.txt", profiled_s)))
-    return 1 if any(verdict.startswith("FAIL") for verdict in result["verdicts"]) else 0
+    return 0 if all_passed(verdicts) else 1
 
 
 def one_process(
     stack: Stack, args: argparse.Namespace, folder: Path, ticket_s: float
-) -> tuple[tuple[float, float], list[Level], dict[str, tuple[Level, Level]]]:
-    """One ticket alone, then each async level on one API process: in turn with the reference app and with wrk
-    where asked; then the reference's options, with --options."""
+) -> tuple[tuple[float, float], list[Level], dict[str, tuple[Level, Level]], dict[str, float]]:
+    """One ticket alone, then each async level on one API process: in turn with the bare API and the reference app,
+    and with wrk, where asked; the instruments' shares; then the reference's options, with --options."""
     levels: list[Level] = []
     with stack.api("async", loop=args.loop, factory=CLIENTS[args.async_client][1]) as api:
         roles = processes_by_role(api.pid, stack.simulator.pid)
-
-        def reference_app(log_dir: Path, option: str | None = None) -> Service:
-            env = {"DATABASE_URL": stack.dsn, **({"REFERENCE_OPTION": option} if option else {})}
-            return api_service(f"{stack.simulator.url}/v1", env=env, log_dir=log_dir, loop=args.loop, app=REFERENCE_APP)
-
-        with ExitStack() as reference_running:
-            if set(args.reference_users) & set(args.users):
-                reference = reference_running.enter_context(started(reference_app(folder / "logs" / "reference")))
-                reference_roles = processes_by_role(reference.pid, stack.simulator.pid)
+        with apps_beside(stack, args, folder, workers=1) as beside:
             alone = ticket_alone(api.url, args.alone, args.loop)
             for users in args.users:
                 seconds = window_s(args.duration, users, ticket_s)
@@ -126,33 +128,100 @@ def one_process(
                 window = functools.partial(measure, "async", users, seconds, ticket_s, loop=args.loop)
                 ours = functools.partial(window, api.url, roles)
                 level = ours(profile_of=profile_of)
-                if users in args.reference_users:
-                    theirs = functools.partial(window, reference.url, reference_roles, app="reference")
-                    levels += in_turn(ours, theirs, args.reference_rounds, first=level)
-                else:
-                    levels.append(level)
+                turns = [ours] + [functools.partial(window, *app[1:], app=app[0]) for app in beside.at(users)]
+                levels += in_turn(turns, args.reference_rounds, first=level) if len(turns) > 1 else [level]
                 if users in args.wrk_users:
                     # In turn with the bench's own generator (bench, wrk, wrk, bench): both read in the same minutes.
                     wrk_window = functools.partial(measure_with_wrk, users, seconds, ticket_s, api.url, args.loop)
-                    beside, theirs_level = in_turn(ours, wrk_window, rounds=1)
-                    levels.append(replace(theirs_level, bench_fraction=beside.fraction))
+                    bench_level, wrk_level = in_turn([ours, wrk_window], rounds=1)
+                    levels.append(replace(wrk_level, bench_fraction=bench_level.fraction))
+        shares = {}
+        if SHARES_USERS in args.users:
+            progress(f"  each instrument's share of the API's CPU: py-spy at {SHARES_USERS} users")
+            path, seconds = folder / "profile-instruments.txt", window_s(args.duration, SHARES_USERS, ticket_s)
+            measure("async", SHARES_USERS, seconds, ticket_s, api.url, roles, args.loop, (api.pid, path))
+            shares = instrument_shares(path, PROJECT_ROOT)
         options = {}
         if args.options:
             seconds = window_s(args.duration, OPTIONS_USERS, ticket_s)
             window = functools.partial(measure, "async", OPTIONS_USERS, seconds, ticket_s, loop=args.loop)
-            options = options_in_turn(OPTIONS, reference_app, window, stack.simulator.pid, folder / "logs")
-    return alone, levels, options
+            made = reference_app(stack, args, folder)
+            options = options_in_turn(OPTIONS, made, window, stack.simulator.pid, folder / "logs")
+    return alone, levels, options, shares
 
 
-def two_processes_and_thread(stack: Stack, args: argparse.Namespace, ticket_s: float) -> list[Level]:
-    """The async levels on two API processes, for contrast, and thread intake's level."""
+@dataclass
+class Beside:
+    """The apps that run in turn with the API on one number of processes: the bare API and the reference app."""
+
+    bare: Service | None
+    reference: Service | None
+    simulator_pid: int
+    bare_users: list[int]
+    reference_users: list[int]
+
+    def at(self, users: int) -> list[tuple[str, str, Roles]]:
+        """(name, URL, processes) of each app that runs in turn with the API at `users`."""
+        apps = [("bare", self.bare, self.bare_users), ("reference", self.reference, self.reference_users)]
+        return [
+            (name, app.url, processes_by_role(app.pid, self.simulator_pid))
+            for name, app, where in apps
+            if app is not None and users in where
+        ]
+
+
+@contextmanager
+def apps_beside(stack: Stack, args: argparse.Namespace, folder: Path, workers: int) -> Iterator[Beside]:
+    """The bare API and, on one process, the reference app, beside the API (the stack's simulator), where asked."""
+    levels = args.users if workers == 1 else args.two_process_users
+    with ExitStack() as running:
+        bare = reference = None
+        if set(args.bare_users) & set(levels):
+            env = {"DATABASE_URL": stack.dsn, "INTAKE_MODE": "async", WITHOUT: "all"}
+            bare_app = api_service(
+                stack.provider_url,
+                env=env,
+                workers=workers,
+                log_dir=folder / "logs" / f"bare-{workers}",
+                loop=args.loop,
+                app=BARE_APP,
+                factory=True,
+            )
+            bare = running.enter_context(started(bare_app))
+        if workers == 1 and set(args.reference_users) & set(levels):
+            reference = running.enter_context(
+                started(reference_app(stack, args, folder)(folder / "logs" / "reference"))
+            )
+        yield Beside(
+            bare, reference, stack.simulator.pid, args.bare_users, args.reference_users if workers == 1 else []
+        )
+
+
+def reference_app(stack: Stack, args: argparse.Namespace, folder: Path) -> Callable[..., Service]:
+    """The reference app beside the API (the stack's simulator), with one of its options if given."""
+
+    def made(log_dir: Path, option: str | None = None) -> Service:
+        env = {"DATABASE_URL": stack.dsn, **({"REFERENCE_OPTION": option} if option else {})}
+        return api_service(stack.provider_url, env=env, log_dir=log_dir, loop=args.loop, app=REFERENCE_APP)
+
+    return made
+
+
+def two_processes_and_thread(stack: Stack, args: argparse.Namespace, folder: Path, ticket_s: float) -> list[Level]:
+    """The async levels on two API processes, in turn with the bare API on two where asked, and thread intake's."""
     levels = []
     if args.two_process_users:
         with stack.api("async", workers=2, loop=args.loop, factory=CLIENTS[args.async_client][1]) as api:
             roles = processes_by_role(api.pid, stack.simulator.pid)
-            for users in args.two_process_users:
-                seconds = window_s(args.duration, users, ticket_s)
-                levels.append(measure("async", users, seconds, ticket_s, api.url, roles, args.loop, None, 2))
+            with apps_beside(stack, args, folder, workers=2) as beside:
+                for users in args.two_process_users:
+                    seconds = window_s(args.duration, users, ticket_s)
+                    window = functools.partial(
+                        measure, "async", users, seconds, ticket_s, loop=args.loop, api_processes=2
+                    )
+                    turns = [functools.partial(window, api.url, roles)]
+                    turns += [functools.partial(window, *app[1:], app=app[0]) for app in beside.at(users)]
+                    levels += in_turn(turns, args.reference_rounds) if len(turns) > 1 else [turns[0]()]
     if args.thread_users:
         # 40 connections, so that the thread limiter (THREAD_LIMIT=40), not the pool, is the ceiling.
         with stack.api("thread", env={"DB_POOL_MAX_SIZE": "40", "DB_POOL_TIMEOUT_S": "60"}, loop=args.loop) as api:
@@ -176,13 +245,19 @@ def parser() -> argparse.ArgumentParser:
         shown = ",".join(map(str, default))
         parser.add_argument(name, type=parse_levels_or_none, default=default, help=f"{what} (0: none; default {shown})")
 
-    levels_option("--two-process-users", [512, 1024], "async levels with 2 API processes, for contrast")
+    levels_option("--two-process-users", [256, 512, 1024], "async levels with 2 API processes")
+    levels_option(
+        "--bare-users",
+        [256, 512],
+        "async levels where the API without instruments runs in turn with it (1 and 2 procs)",
+    )
     levels_option("--reference-users", [256, 512], "async levels where the reference app runs in turn with the API")
     parser.add_argument(
         "--reference-rounds",
         type=positive_int,
         default=2,
-        help="rounds of API, reference, reference, API at each of those levels (default %(default)s)",
+        help="rounds of the API in turn with the apps beside it (API, bare, reference, reference, bare, API) at those "
+        "levels (default %(default)s)",
     )
     parser.add_argument(
         "--options",

@@ -24,10 +24,10 @@ from pathlib import Path
 
 from scripts.toolkit.cli import CommandError, command_parser, progress, run
 from scripts.toolkit.commands.options import non_negative_int
+from scripts.toolkit.databases import postgres_server
 from scripts.toolkit.running.busy import busy_machine, describe_loads, report_loads
 from scripts.toolkit.running.commands import run_in_foreground
 from ticket_api.config import load_settings
-from ticket_api.instruments.connections import release_dsn, resolve_dsn
 
 EXIT_CODES = "Exit codes: the command's; 2 when the load could not start, or stopped before the command ended."
 
@@ -48,17 +48,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.cwd is not None and not args.cwd.is_dir():
         raise CommandError(f"--cwd {args.cwd}: no such folder")
 
-    settings = load_settings()
-    dsn = resolve_dsn(settings)
-    try:
+    with postgres_server(load_settings().database_url) as dsn:
         progress(f"busy: starting {describe_loads(args.cpu, args.db)}")
         with busy_machine(args.cpu, args.db, dsn) as loads:
             progress(f"busy: running {shlex.join(command)}")
             code = run_in_foreground(command, args.cwd, {**os.environ, "DATABASE_URL": dsn})
             stopped = loads.stopped()
             report_loads(loads)
-    finally:
-        release_dsn(settings)
     if stopped is not None:
         raise CommandError(f"the load did not last the whole command: {stopped}")
     return code

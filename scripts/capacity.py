@@ -87,7 +87,7 @@ def measure_modes(stack: Stack, args: argparse.Namespace, folder: Path, clock: C
                     )
                     if recording:
                         progress(f"[{clock}] {label}: {describe_peaks(recording['peaks'])}")
-                    if figures["locust_cpu_share"] >= SATURATED_CPU_SHARE:
+                    if (figures["locust_cpu_share"] or 0.0) >= SATURATED_CPU_SHARE:  # None on Windows: not counted
                         progress(
                             f"warning: Locust used {figures['locust_cpu_share']:.0%} of a core per process: "
                             "it may be the limit; add --workers N"

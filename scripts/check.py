@@ -28,7 +28,7 @@ from scripts.toolkit.check.report import CHECK_EXIT_CODES, as_json, as_text, exi
 from scripts.toolkit.check.student_project import default_lesson  # noqa: E402
 from scripts.toolkit.cli import PROJECT_ROOT, CommandError, command_parser, progress, run  # noqa: E402
 from scripts.toolkit.commands.options import Clock  # noqa: E402
-from scripts.toolkit.lessons.spec import load_lessons  # noqa: E402
+from scripts.toolkit.lessons.spec import find_lesson, load_lessons  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         raise CommandError("this is the lab's own folder: give your project's folder (python -m scripts.check PATH)")
     if not (project / "ticket_api").is_dir():
         raise CommandError(f"{project} has no ticket_api/ folder: run this in your project's folder, or give it")
-    lesson = next((item for item in lessons if item.id == args.lesson), None) or default_lesson(project, lessons)
+    lesson = find_lesson(lessons, args.lesson) if args.lesson else default_lesson(project, lessons)
     context = Context(project, lesson, lessons)
     checks = lesson_checks(context)
     if args.list:

@@ -1,4 +1,5 @@
-"""The ticket API with another async client under `provider.acall`: experiment 9's three, and the bench's choice.
+"""The ticket API with another async client under `provider.acall` (experiment 9's three, and the bench's choice), and
+the API without some of its instruments (the bench's measure of what they cost).
 
 `uvicorn --factory scripts.client_apps:httpx_app` serves the API on httpx 0.28's own pool, `httpx2_app` on httpx2's
 (httpx's maintained fork, the same API under another name); the course's client, httpx over httpx-aiohttp's transport,
@@ -9,12 +10,15 @@ experiment measures a healthy provider).
 """
 
 import logging
+import os
+from dataclasses import fields
 
 import httpx
 import httpx2
 from fastapi import FastAPI
 
 from ticket_api.config import Settings, load_settings
+from ticket_api.instruments import Instruments
 from ticket_api.main import create_app
 from ticket_api.provider import Provider, client_options
 
@@ -24,6 +28,8 @@ CLIENTS = {
     "httpx2": ("httpx2's own pool", "scripts.client_apps:httpx2_app"),
     "aiohttp": ("httpx over httpx-aiohttp", "ticket_api.main:create_app"),
 }
+WITHOUT = "LAB_INSTRUMENTS_OFF"  # the instruments the app leaves out, by Instruments' field names: `all` for every one
+INSTRUMENTS = [field.name for field in fields(Instruments)]
 
 
 def httpx_client(settings: Settings) -> httpx.AsyncClient:
@@ -56,3 +62,12 @@ def httpx2_app() -> FastAPI:
     settings = load_settings()
     logging.getLogger("httpx2").setLevel(settings.log_level)
     return create_app(settings, Provider(settings, async_client=httpx2_client(settings)))
+
+
+def without_instruments() -> FastAPI:
+    """The API without the instruments LAB_INSTRUMENTS_OFF names (uvicorn --factory): the same routes, modes and I/O."""
+    off = os.environ.get(WITHOUT, "all")
+    names = INSTRUMENTS if off == "all" else [name.strip() for name in off.split(",") if name.strip()]
+    if unknown := set(names) - set(INSTRUMENTS):
+        raise SystemExit(f"{WITHOUT}={off!r}: {', '.join(sorted(unknown))} is none of {', '.join(INSTRUMENTS)}")
+    return create_app(instruments=Instruments(**dict.fromkeys(names, False)))

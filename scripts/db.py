@@ -2,9 +2,9 @@
 
 from scripts.toolkit import dataset
 from scripts.toolkit.cli import CommandError, command_parser, progress, run
-from scripts.toolkit.databases import init, status
+from scripts.toolkit.databases import init, postgres_server, status
 from ticket_api.config import load_settings
-from ticket_api.instruments.connections import resolve_dsn, shown_dsn
+from ticket_api.instruments.connections import shown_dsn
 
 
 def main() -> int:
@@ -24,26 +24,22 @@ def main() -> int:
     commands.add_parser("stop", help="stop the embedded server now (it restarts on next use)")
     args = parser.parse_args()
 
-    settings = load_settings()
-    if args.command in ("start", "stop"):
-        if settings.database_url:
-            raise CommandError(f"DATABASE_URL is set: that server is not the lab's to {args.command}")
-        from ticket_api.instruments.embedded import embedded_dsn, stop_embedded
+    database_url = load_settings().database_url
+    if args.command in ("start", "stop") and database_url:
+        raise CommandError(f"DATABASE_URL is set: that server is not the lab's to {args.command}")
+    if args.command == "stop":
+        from ticket_api.instruments.embedded import stop_embedded
 
-        if args.command == "start":
-            print(
-                f"the embedded PostgreSQL runs ({shown_dsn(embedded_dsn(keep_running=True))}) "
-                "until `python -m scripts.db stop`"
-            )
-        else:
-            print("stopped the embedded PostgreSQL" if stop_embedded() else "the embedded PostgreSQL was not running")
+        print("stopped the embedded PostgreSQL" if stop_embedded() else "the embedded PostgreSQL was not running")
         return 0
-    dsn = resolve_dsn(settings)
-    if args.command == "init":
-        progress(f"database: {shown_dsn(dsn)}")
-        print(init(dsn, args.size, args.reset))
-    else:
-        print("\n".join(status(dsn)))
+    with postgres_server(database_url, keep_running=args.command == "start") as dsn:
+        if args.command == "start":
+            print(f"the embedded PostgreSQL runs ({shown_dsn(dsn)}) until `python -m scripts.db stop`")
+        elif args.command == "init":
+            progress(f"database: {shown_dsn(dsn)}")
+            print(init(dsn, args.size, args.reset))
+        else:
+            print("\n".join(status(dsn)))
     return 0
 
 

@@ -22,11 +22,11 @@ Everything runs on this machine: simulator (speed 1, quota off), PostgreSQL, the
 import asyncio
 import functools
 import json
-import resource
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import asdict
 
 import psutil
 
@@ -46,7 +46,9 @@ from scripts.toolkit.load import wrk
 from scripts.toolkit.load.closed_loop import closed_loop, getter, session, warm_up
 from scripts.toolkit.load.levels import as_json, recorded_ticket_ms
 from scripts.toolkit.load.turns import one_against_two
+from scripts.toolkit.measure.cpu import children_cpu_s, process_cpu_s
 from scripts.toolkit.measure.quantiles import most_at_once
+from scripts.toolkit.reports.bench_report import all_passed
 from scripts.toolkit.reports.kitchens_report import STALL_FIGURES, report, verdicts
 from scripts.toolkit.running.apis import started
 from scripts.toolkit.running.stack import Stack, running_stack
@@ -85,12 +87,13 @@ def main() -> int:
                 result["stall"] = stall_rows(stack, args.passes, clock)
     if "cpu" in args.parts:
         result["cpu"] = cpu_rows(args.cpu_seconds, args.clients, clock)
-    result["verdicts"] = verdicts(result.get("io", {}))
+    judged = verdicts(result.get("io", {}))
     print(report(result))
+    result["verdicts"] = [asdict(verdict) for verdict in judged]
     if "io" in result:
         result["io"] = {part: [as_json(level) for level in levels] for part, levels in result["io"].items()}
     (folder / "kitchens.json").write_text(json.dumps(result, indent=2))
-    return 1 if any(line.startswith("FAIL") for line in result["verdicts"]) else 0
+    return 0 if all_passed(judged) else 1
 
 
 def stall_rows(stack: Stack, passes: int, clock: Clock) -> list[dict]:
@@ -127,14 +130,13 @@ def cpu_window(app: Service, generator: str, seconds: float, clients: int) -> di
     """One window of GET /cpu/def: requests a second, the generator's CPU (share of a core), each worker's share
     of the CPU spent (the requests it served: each costs the same) and the connections each one held."""
     workers = worker_processes(app)
-    before = [worker.cpu_times() for worker in workers]
+    before = [process_cpu_s(worker) for worker in workers]
     with looked_at_until(clients, functools.partial(connections_by_worker, app)) as held:
         if generator == "python":
             figures = asyncio.run(python_get(app.url, clients, seconds))
         else:
             figures = wrk_get(f"{app.url}{CPU_PATH}", clients, seconds, keep_alive=generator == "wrk")
-    after = [worker.cpu_times() for worker in workers]
-    spent = [sum(now[:2]) - sum(was[:2]) for was, now in zip(before, after, strict=True)]
+    spent = [process_cpu_s(worker) - was for worker, was in zip(workers, before, strict=True)]
     return {
         **figures,
         "workers_cores": sum(spent) / figures["wall_s"],
@@ -152,12 +154,12 @@ async def python_get(url: str, clients: int, seconds: float) -> dict:
 
 
 def wrk_get(url: str, clients: int, seconds: float, keep_alive: bool) -> dict:
-    """wrk (one thread) for `seconds`, its CPU read from this process's children's usage."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    """wrk (one thread) for `seconds`, its CPU read from this process's ended children's (wrk has no Windows build)."""
+    before = children_cpu_s()
     figures = wrk.get(url, clients, seconds, keep_alive)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    used_s = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-    return {**figures, "generator_cores": used_s / figures["wall_s"]}
+    after = children_cpu_s()
+    assert before is not None and after is not None  # not on Windows
+    return {**figures, "generator_cores": (after - before) / figures["wall_s"]}
 
 
 @contextmanager

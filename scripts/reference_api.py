@@ -2,12 +2,12 @@
 
 `uvicorn scripts.reference_api:app`, with the API's settings in the environment (PROVIDER_URL,
 DATABASE_URL, the pool sizes). Like the API's async mode, it checks the customer in the thread pool
-on a psycopg pool of the API's settings (each connection checked before it is lent), makes the three
-provider calls through `httpx.AsyncClient` over httpx-aiohttp's transport, and saves the ticket and
-its AI results in one short transaction. It has no middleware, metrics, request log, watchdog,
-idempotency, Server-Timing or garbage-collector settings. `python -m scripts.bench` runs it beside
-the API on the same generator and simulator, so that what the stack itself costs in this hour of the
-machine is measured too.
+on a psycopg pool of the API's sizes and psycopg_pool's defaults (no check of a connection before it
+is lent: the plain app a student would write), makes the three provider calls through
+`httpx.AsyncClient` over httpx-aiohttp's transport, and saves the ticket and its AI results in one
+short transaction. It has no middleware, metrics, request log, watchdog, idempotency, Server-Timing
+or garbage-collector settings. `python -m scripts.bench` runs it beside the API on the same generator
+and simulator, so that what the stack itself costs in this hour of the machine is measured too.
 
 REFERENCE_OPTION turns on one public option of the stack that a project could take, for
 `python -m scripts.bench --options` to measure against the reference as it is (OPTIONS).
@@ -27,12 +27,12 @@ from starlette.concurrency import run_in_threadpool
 
 from ticket_api.ai import AiWork, classify_request, draft_request, embed_request, read_answers
 from ticket_api.config import load_settings
-from ticket_api.instruments.connections import resolve_dsn
+from ticket_api.instruments.connections import check_if_server_wrote, resolve_dsn
 from ticket_api.models import Ticket
 from ticket_api.provider import client_options
 
 OPTIONS = {
-    "unchecked-pool": "the pool lends a connection without checking it first (psycopg_pool's default)",
+    "checked-pool": "the pool checks a connection before it lends it, as the API's does (check_if_server_wrote)",
     "json-body": "the body read as bytes and validated by pydantic's JSON parser (model_validate_json)",
     "response-direct": "the route returns a Response of the ticket's model_dump_json(), not a dict to validate",
     "binary-params": "the AI results' INSERT sends its parameters in binary (execute(..., binary=True))",
@@ -69,7 +69,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         resolve_dsn(settings),
         min_size=settings.db_pool_min_size,
         max_size=settings.db_pool_max_size,
-        check=None if OPTION == "unchecked-pool" else ConnectionPool.check_connection,
+        check=check_if_server_wrote if OPTION == "checked-pool" else None,
         open=False,
     )
     app.state.pool = pool

@@ -15,19 +15,22 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from scripts.toolkit import services
 from scripts.toolkit.cli import PROJECT_ROOT, CommandError, command_parser, progress, run
-from scripts.toolkit.databases import init
-from scripts.toolkit.lessons.settings_readme import load_settings_class, with_settings_table
 from scripts.toolkit.lessons.references import missing_references
+from scripts.toolkit.lessons.settings_readme import load_settings_class, with_settings_table
 from scripts.toolkit.lessons.snapshots_readme import render_readme
-from scripts.toolkit.lessons.spec import SNAPSHOTS, command_speed, load_lessons, run_command, shape_problems
+from scripts.toolkit.lessons.spec import (
+    SNAPSHOTS,
+    command_speed,
+    load_lessons,
+    once_more_on_a_timing_miss,
+    run_command,
+    shape_problems,
+)
 from scripts.toolkit.lessons.student_files import OWN_README, all_files, student_files, unused_files
 from scripts.toolkit.lessons.suites import run_suite
 from scripts.toolkit.lessons.unused_names import unused_names
-from scripts.toolkit.running import apis
-from ticket_api.config import load_settings
-from ticket_api.instruments.connections import resolve_dsn
+from scripts.toolkit.running.stack import Stack, running_stack
 
 ROOT = PROJECT_ROOT
 
@@ -130,55 +133,60 @@ def suite_problem(label: str, project: Path, expected: int, database_url: str) -
 def check_suites_and_lessons(workdir: Path, speed: float) -> list[str]:
     """(b), (c) and (d); returns the problems found."""
     snapshots, lessons = load_lessons()
-    database_url = resolve_dsn(load_settings())
-    init(database_url, "small")  # the lesson commands need the known customers
     problems = []
-    for name, snapshot in snapshots.items():
-        progress(f"(b) {name}: running its suite")
-        project = copy_tree(SNAPSHOTS / name, workdir / name)
-        problems.append(suite_problem(name, project, snapshot["tests"], database_url))
-    states = {name: workdir / name for name in snapshots}
-    for lesson in lessons:
-        progress(f"(c) {lesson.id}: copying {len(lesson.copy)} files onto {lesson.before}")
-        project = copy_tree(states[lesson.before], workdir / lesson.id)
-        for relative in lesson.copy:
-            (project / relative).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(SNAPSHOTS / lesson.source / relative, project / relative)
-        states[lesson.id] = project
-        problems += _differences(
-            project,
-            SNAPSHOTS / lesson.source,
-            allowed=set(lesson.differs_from_source),
-            label=f"{lesson.id} replayed vs {lesson.source}",
-        )
-        problems.append(suite_problem(f"{lesson.id} replayed", project, lesson.tests, database_url))
-        for command in lesson.commands:
-            progress(f"(d) {lesson.id}: {command['name']}")
-            problems += command_problems(project, command, speed, database_url)
+    with running_stack(speed) as stack:  # the lesson commands need the known customers: the small data set
+        for name, snapshot in snapshots.items():
+            progress(f"(b) {name}: running its suite")
+            project = copy_tree(SNAPSHOTS / name, workdir / name)
+            problems.append(suite_problem(name, project, snapshot["tests"], stack.dsn))
+        states = {name: workdir / name for name in snapshots}
+        for lesson in lessons:
+            progress(f"(c) {lesson.id}: copying {len(lesson.copy)} files onto {lesson.before}")
+            project = copy_tree(states[lesson.before], workdir / lesson.id)
+            for relative in lesson.copy:
+                (project / relative).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(SNAPSHOTS / lesson.source / relative, project / relative)
+            states[lesson.id] = project
+            problems += _differences(
+                project,
+                SNAPSHOTS / lesson.source,
+                allowed=set(lesson.differs_from_source),
+                label=f"{lesson.id} replayed vs {lesson.source}",
+            )
+            problems.append(suite_problem(f"{lesson.id} replayed", project, lesson.tests, stack.dsn))
+            for command in lesson.commands:
+                progress(f"(d) {lesson.id}: {command['name']}")
+                problems += command_problems(stack, project, command)
     return [p for p in problems if p]
 
 
-def command_problems(project: Path, command: dict, speed: float, database_url: str) -> list[str]:
-    """Run one lesson command against a live stack made of `project`; compare its --json with `expect`.
+def command_problems(stack: Stack, project: Path, command: dict) -> list[str]:
+    """Run one lesson command against `project`'s simulator and API; compare its --json with `expect`.
 
     A command's own `speed` in lessons.toml wins over the check's. A run that misses only a timing bound runs once
     more, as scripts.check's timing checks do: a busy machine slows the tickets, it never fails one.
     """
-    speed = command_speed(command, speed)
-    env = {**command.get("api_env", {}), "DATABASE_URL": database_url}
+    speed = command_speed(command, stack.speed)
     statuses = {key: bound for key, bound in command["expect"].items() if key == "statuses"}
-    for attempt in (1, 2):
-        try:
-            with services.simulator(speed=speed, quota=0, cwd=project) as simulator:
-                with apis.api(f"{simulator.url}/v1", env=env, cwd=project) as api:
-                    figures = run_command(command, api.url, speed, cwd=project)
-        except CommandError as exc:
-            return [f"{command['name']}: {exc}"]
-        problems = shape_problems(figures, command["expect"], speed)
-        if not problems or attempt == 2 or shape_problems(figures, statuses, speed):
-            break
-        progress(f"    {command['name']}: {'; '.join(problems)}; running it once more")
-    return [f"{command['name']}: {problem}" for problem in problems]
+
+    def attempt(_: int) -> dict:
+        with stack.api(env=command.get("api_env", {}), speed=speed, project=project) as api:
+            return run_command(command, api.url, speed, cwd=project)
+
+    def problems(figures: dict) -> list[str]:
+        return shape_problems(figures, command["expect"], speed)
+
+    def timing_miss(figures: dict) -> bool:
+        return bool(problems(figures)) and not shape_problems(figures, statuses, speed)  # every ticket answered
+
+    def say(figures: dict) -> None:
+        progress(f"    {command['name']}: {'; '.join(problems(figures))}; running it once more")
+
+    try:
+        figures, _ = once_more_on_a_timing_miss(attempt, timing_miss, say)
+    except CommandError as exc:
+        return [f"{command['name']}: {exc}"]
+    return [f"{command['name']}: {problem}" for problem in problems(figures)]
 
 
 def main() -> int:

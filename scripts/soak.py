@@ -16,6 +16,7 @@ never reached the client, and returned by a retry, are counted apart: that is no
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 import shutil
@@ -24,30 +25,22 @@ from pathlib import Path
 
 import httpx
 
-from scripts.toolkit import dataset, services
+from scripts.toolkit import dataset
 from scripts.toolkit.cli import command_parser, progress, run
 from scripts.toolkit.commands.options import Clock, output_folder, positive_float, positive_int
-from scripts.toolkit.databases import create_lab_database, drop_database
-from scripts.toolkit.running import apis
-from scripts.toolkit.running.apis import STOP_TIMEOUT_S, started
+from scripts.toolkit.databases import create_lab_database, drop_database, postgres_server
+from scripts.toolkit.running.apis import STOP_TIMEOUT_S
 from scripts.toolkit.running.postgres import crash_postgres
-from scripts.toolkit.running.stack import parse_modes
+from scripts.toolkit.running.stack import Stack, lab_postgres, parse_modes, running_stack
 from scripts.toolkit.services import Service
 from scripts.toolkit.soak.audit import check_rows, make_tickets, summarize
 from scripts.toolkit.soak.faults import send_all
-from ticket_api.config import load_settings
-from ticket_api.instruments.connections import resolve_dsn, shown_dsn
-from ticket_api.instruments.embedded import embedded_dsn, stop_embedded
+from ticket_api.instruments.connections import shown_dsn
+from ticket_api.instruments.embedded import stop_embedded
 
 
 def soak_mode(
-    mode: str,
-    args: argparse.Namespace,
-    server_dsn: str,
-    simulator: Service,
-    log_dir: Path,
-    clock: Clock,
-    pgdata: Path | None = None,
+    mode: str, args: argparse.Namespace, stack: Stack, simulator: Service, clock: Clock, pgdata: Path | None = None
 ) -> dict:
     """One INTAKE_MODE: a fresh database, the API, the tickets with a restart halfway, the check.
 
@@ -56,25 +49,27 @@ def soak_mode(
     tickets = make_tickets(args.tickets, f"{args.seed}-{mode}")
     httpx.post(f"{simulator.url}/admin/quota/reset", timeout=10).raise_for_status()  # a full quota per mode
     name = f"lab_soak_{os.getpid()}_{mode}"  # one per mode, so a kept one survives the next mode
-    dsn = create_lab_database(server_dsn, name, dataset.SIZES["small"])
+    dsn = create_lab_database(stack.server, name, dataset.SIZES["small"])
     result = None
     try:
-        env = {"INTAKE_MODE": mode, "DATABASE_URL": dsn, "PROVIDER_TIMEOUT_S": f"{args.provider_timeout:g}"}
-        api = apis.api(f"{simulator.url}/v1", env=env, log_dir=log_dir / mode)
-        replacement = Service("api", api.argv, api.port, env=api.env, log_dir=log_dir / f"{mode}-restarted")
+        env = {"DATABASE_URL": dsn, "PROVIDER_TIMEOUT_S": f"{args.provider_timeout:g}"}
+        with stack.api(mode, env=env, simulator=simulator) as api:
+            assert stack.log_dir is not None  # the soak's stack keeps its logs
+            replacement = Service("api", api.argv, api.port, env=api.env, log_dir=stack.log_dir / f"{mode}-restarted")
 
-        def restart() -> dict:
-            stopping = time.perf_counter()
-            exit_code = api.kill() if pgdata else api.stop()
-            starting = time.perf_counter()
-            replacement.start(ready="port")
-            return {"stop_s": starting - stopping, "start_s": time.perf_counter() - starting, "exit_code": exit_code}
+            def restart() -> dict:
+                stopping = time.perf_counter()
+                exit_code = api.kill() if pgdata else api.stop()
+                starting = time.perf_counter()
+                replacement.start(ready="port")
+                started_s = time.perf_counter() - starting
+                return {"stop_s": starting - stopping, "start_s": started_s, "exit_code": exit_code}
 
-        with started(api):
             progress(f"[{clock}] {mode}: {args.tickets} tickets, {args.users} users, API at {api.url}")
             try:
                 crash_db = (lambda: crash_postgres(pgdata)) if pgdata else None
-                outcomes, restart_info = asyncio.run(send_all(api.url, tickets, args.users, restart, clock, crash_db))
+                sent = send_all(api.url, tickets, args.users, restart, clock, crash_db)
+                outcomes, restart_info = asyncio.run(sent)
             finally:
                 replacement.stop(STOP_TIMEOUT_S)
         result = summarize(mode, outcomes, restart_info, check_rows(dsn, outcomes))
@@ -82,7 +77,7 @@ def soak_mode(
         if result is not None and result["violations"]:
             progress(f"[{clock}] {mode}: kept the database for a look: {shown_dsn(dsn)}")
         else:
-            drop_database(server_dsn, name)
+            drop_database(stack.server, name)
     return result
 
 
@@ -125,8 +120,8 @@ def render(result: dict, args: argparse.Namespace) -> str:
     )
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Parse the command line, soak each mode, print the figures; exit code 1 on any violation."""
+def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
+    """The command line's options, checked together."""
     parser = command_parser(
         "python -m scripts.soak",
         __doc__.splitlines()[0],
@@ -176,20 +171,25 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--error-rate and --hang-rate must be between 0 and 1 together, --quota at least 0")
     if args.hang_s <= args.provider_timeout:
         parser.error("--hang-s must be longer than --provider-timeout, or hangs are no timeouts")
+    return args
 
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the command line, soak each mode, print the figures; exit code 1 on any violation."""
+    args = parse_arguments(argv)
     folder, clock = output_folder(args.out, "soak"), Clock()
-    faults = ["--error-rate", f"{args.error_rate:g}", "--hang-rate", f"{args.hang_rate:g}"]
-    faults += ["--hang-s", f"{args.hang_s:g}", "--seed", str(args.seed)]
+    faults: tuple[str, ...] = ("--error-rate", f"{args.error_rate:g}", "--hang-rate", f"{args.hang_rate:g}")
+    faults += ("--hang-s", f"{args.hang_s:g}", "--seed", str(args.seed))
     results = []
     pgdata = folder / "pgdata" if args.kill else None  # never the lab's server: this one gets SIGKILL
-    # This process starts the embedded server, so it outlives the APIs that use it.
-    server_dsn = embedded_dsn(pgdata) if pgdata else resolve_dsn(load_settings())
-    progress(f"[{clock}] database server {shown_dsn(server_dsn)}")
+    postgres = functools.partial(postgres_server, pgdata=pgdata) if pgdata else lab_postgres
     try:
-        simulator = services.simulator(speed=args.speed, quota=args.quota, extra=faults, log_dir=folder / "logs")
-        with started(simulator):
+        # This process starts the embedded server, so it outlives the APIs that use it.
+        with running_stack(args.speed, folder / "logs", postgres=postgres, load=False) as stack:
+            progress(f"[{clock}] database server {shown_dsn(stack.server)}")
+            simulator = stack.kept_simulator(quota=args.quota, faults=faults)
             for mode in args.modes:
-                results.append(soak_mode(mode, args, server_dsn, simulator, folder / "logs", clock, pgdata))
+                results.append(soak_mode(mode, args, stack, simulator, clock, pgdata))
     finally:
         if pgdata:
             stop_embedded(pgdata)

@@ -9,6 +9,7 @@ import gc
 import logging
 import signal
 import socket
+import sys
 
 import uvicorn
 
@@ -19,6 +20,9 @@ GRACEFUL_SHUTDOWN_S = 3  # a task still running this long after the stop is canc
 # the server, closes it: a request sent just as the server closes an idle connection would be lost.
 KEEP_ALIVE_S = 30
 GC_THRESHOLD = 10_000  # new objects (net) between two young garbage-collector passes; Python's is 700
+STOP_SIGNALS = [signal.SIGINT, signal.SIGTERM]
+if sys.platform == "win32":
+    STOP_SIGNALS.append(signal.SIGBREAK)  # Ctrl+Break: how the lab's runners stop it there (uvicorn handles it too)
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
@@ -28,7 +32,8 @@ def bind_socket(host: str, port: int) -> socket.socket:
     )[0]
     sock = socket.socket(family, kind, protocol)
     try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if sys.platform != "win32":  # Windows binds a port in TIME_WAIT anyway; there it would share one in use
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(address)
         sock.listen(BACKLOG)
     except OSError:
@@ -43,7 +48,7 @@ def bound_port(sock: socket.socket) -> int:
 
 
 def run(app, sock: socket.socket, log_level: str, access_log: bool) -> None:
-    """Serve until SIGINT or SIGTERM, then stop cleanly (returns instead of raising).
+    """Serve until SIGINT or SIGTERM (or Ctrl+Break on Windows), then stop cleanly (returns instead of raising).
 
     If the app has a `stop()` method, it is called CALLS_GRACE_S after the shutdown starts.
     """
@@ -85,7 +90,7 @@ def run(app, sock: socket.socket, log_level: str, access_log: bool) -> None:
 
     # uvicorn re-raises the stop signal after its graceful shutdown; this handler absorbs it, so
     # Ctrl+C and `kill` end with exit code 0 and no traceback, and an early signal is not lost.
-    previous = {number: signal.signal(number, request_stop) for number in (signal.SIGINT, signal.SIGTERM)}
+    previous = {number: signal.signal(number, request_stop) for number in STOP_SIGNALS}
     try:
         server.run(sockets=[sock])
     finally:

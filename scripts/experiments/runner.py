@@ -3,14 +3,15 @@ command line of probe and sweep."""
 
 import argparse
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 
 from scripts.experiments.settings import DEFAULT_PROVIDER_URL, DEFAULT_THREAD_LIMIT, ExperimentSettings
 from scripts.toolkit.cli import command_parser, progress
 from scripts.toolkit.commands.options import positive_int, route_path
 from scripts.toolkit.processes import free_port
 from scripts.toolkit.running.apis import started, uvicorn_command
-from scripts.toolkit.services import Service, simulator
+from scripts.toolkit.running.stack import provider_url, running_stack
+from scripts.toolkit.services import Service
 
 APP = "scripts.experiments.app:app"
 UPSTREAM_PREFIX = "/upstream/"  # the routes that call the provider
@@ -62,17 +63,17 @@ def parse_route_arguments(parser: argparse.ArgumentParser, argv: list[str] | Non
 def served(
     thread_limit: int = DEFAULT_THREAD_LIMIT,
     workers: int = 1,
-    provider_url: str | None = None,
+    provider: str | None = None,
     with_simulator: bool = False,
 ) -> Iterator[str]:
-    """Start the app (and a simulator, quota off, if `with_simulator` without `provider_url`); yields the app's URL."""
-    with ExitStack() as stack:
-        if with_simulator and provider_url is None:
+    """Start the app (and a simulator, quota off, if `with_simulator` without `provider`); yields the app's URL."""
+    with running_stack(load=False) as stack:  # no PostgreSQL: the app has no database
+        if with_simulator and provider is None:
             progress("starting the simulator (quota off) ...")
-            provider_url = f"{stack.enter_context(started(simulator(quota=0))).url}/v1"
-        settings = ExperimentSettings(provider_url or DEFAULT_PROVIDER_URL, thread_limit)
+            provider = provider_url(stack.kept_simulator())
+        settings = ExperimentSettings(provider or DEFAULT_PROVIDER_URL, thread_limit)
         progress(f"starting the experiment app: THREAD_LIMIT={thread_limit}, workers {workers} ...")
-        app = stack.enter_context(started(experiment_app(settings, workers=workers)))
+        app = stack.resources.enter_context(started(experiment_app(settings, workers=workers)))
         progress(f"experiment app at {app.url}")
         yield app.url
 

@@ -8,6 +8,7 @@ The code is read with `ast`, docstrings left out: a module may say what another 
 import ast
 import importlib
 import re
+import textwrap
 from pathlib import Path
 from typing import get_args
 
@@ -94,6 +95,162 @@ def finds_a_command_by_name(tree: ast.AST) -> bool:
     return False
 
 
+def finds_a_lesson_by_its_id(tree: ast.AST) -> bool:
+    """Whether a function of lessons compares a lesson's `.id`, or keys a dict by it."""
+    for function in ast.walk(tree):
+        if not (isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef) and "lesson" in ast.unparse(function)):
+            continue
+        for node in ast.walk(function):
+            sides = [node.left, *node.comparators] if isinstance(node, ast.Compare) else []
+            if isinstance(node, ast.Compare) and isinstance(node.ops[0], ast.Eq) and any(is_id(side) for side in sides):
+                return True
+            if isinstance(node, ast.DictComp) and is_id(node.key):
+                return True
+    return False
+
+
+def is_id(node: ast.AST) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr == "id"
+
+
+def runs_a_second_time(tree: ast.AST) -> bool:
+    """Whether the code loops over the attempts 1 and 2, or makes an attempt numbered 2."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.For) and "attempt" in ast.unparse(node.target):
+            if ast.unparse(node.iter) in ("(1, 2)", "[1, 2]", "range(2)", "range(1, 3)"):
+                return True
+        if isinstance(node, ast.Call) and "attempt" in ast.unparse(node.func).lower():
+            if any(isinstance(argument, ast.Constant) and argument.value == 2 for argument in node.args):
+                return True
+    return False
+
+
+def builds_a_provider_url(tree: ast.AST) -> bool:
+    """Whether the code makes a PROVIDER_URL of an address: `f"{simulator.url}/v1"` or `... + "/v1"`."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr) and len(node.values) > 1 and texts_of(node.values[-1]) == ["/v1"]:
+            return True
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and texts_of(node.right) == ["/v1"]:
+            return True
+    return False
+
+
+# Reading another's text: looking, with a regular expression or with startswith, endswith, removeprefix,
+# removesuffix or `in`, for words another module of the lab writes, or for anything in what a process wrote.
+TEXT_METHODS = {"startswith", "endswith", "removeprefix", "removesuffix"}
+REGEX_CALLS = {f"re.{name}" for name in ("compile", "search", "match", "fullmatch", "findall", "finditer", "sub")}
+REGEX_METHODS = {"search", "match", "fullmatch", "findall", "finditer", "sub"}  # a compiled pattern's
+MESSAGE = re.compile(r"[A-Za-z]{2,}:? \S|^[A-Z]{3,}(?![a-z])")  # words of a sentence, or a word in capitals (FAIL)
+PROCESS_OUTPUT = {"stdout", "stderr"}  # what a process wrote, as subprocess gives it
+OUTPUT_PARAMETERS = {"output", "log_text"}  # what a process wrote, handed to a function
+
+
+def texts_of(node: ast.AST | None) -> list[str]:
+    """The literal text of a string, of a tuple of strings, or of an f-string's literal parts."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value]
+    parts = node.elts if isinstance(node, ast.Tuple) else node.values if isinstance(node, ast.JoinedStr) else []
+    return [text for part in parts for text in texts_of(part)]
+
+
+def regex_words(patterns: list[str]) -> list[str]:
+    """The plain text between regular expressions' syntax: `blocked for (\\d+) ms` gives `blocked for ` and ` ms`."""
+    runs = [run for pattern in patterns for run in re.split(r"\\.|[\[\](){}?*+|^$]", pattern)]
+    return [run for run in runs if re.search("[A-Za-z]", run)]
+
+
+Match = tuple[ast.expr, list[str], str | None]  # the node, the texts it looks for, the module's constant they are
+
+
+def text_matches(tree: ast.Module) -> list[Match]:
+    """Each text match in the module: a regular expression's, startswith's and the like's, `in`'s."""
+    constants: dict[str, tuple[bool, list[str]]] = {}  # at the module's top: name -> (compiled?, its texts)
+    for statement in tree.body:
+        if isinstance(statement, ast.Assign | ast.AnnAssign) and statement.value is not None:
+            value = statement.value
+            compiled = isinstance(value, ast.Call) and ast.unparse(value.func) == "re.compile" and bool(value.args)
+            pattern = value.args[0] if isinstance(value, ast.Call) and compiled else value
+            for target in statement.targets if isinstance(statement, ast.Assign) else [statement.target]:
+                if isinstance(target, ast.Name):
+                    constants[target.id] = (compiled, texts_of(pattern))
+    found: list[Match] = []
+    for node in ast.walk(tree):
+        looked_for, callee = None, ast.unparse(node.func) if isinstance(node, ast.Call) else ""
+        if (
+            isinstance(node, ast.Call)
+            and node.args
+            and (callee in REGEX_CALLS or callee.split(".")[-1] in TEXT_METHODS)
+        ):
+            looked_for = node.args[0]
+        elif isinstance(node, ast.Compare) and isinstance(node.ops[0], ast.In | ast.NotIn):
+            looked_for = node.left
+        parts = [node.func, *node.args] if isinstance(node, ast.Call) else []  # `map(BLOCKED.search, lines)` too
+        for part in parts:
+            if isinstance(part, ast.Attribute) and part.attr in REGEX_METHODS and isinstance(part.value, ast.Name):
+                if isinstance(node, ast.Call) and constants.get(part.value.id, (False, []))[0]:
+                    found.append((node, regex_words(constants[part.value.id][1]), part.value.id))
+        if isinstance(node, ast.Call | ast.Compare) and looked_for is not None:
+            constant = looked_for.id if isinstance(looked_for, ast.Name) and looked_for.id in constants else None
+            texts = constants[constant][1] if constant else texts_of(looked_for)
+            found.append((node, regex_words(texts) if callee in REGEX_CALLS else texts, constant))
+    return found
+
+
+def written_elsewhere(tree: ast.Module, name: str, matches: list[Match]) -> bool:
+    """Whether the module uses its constant `name` otherwise than to look for it: it writes that text itself."""
+    in_matches = {id(node) for match, _, _ in matches for node in ast.walk(match)}
+    return any(
+        isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id == name and id(node) not in in_matches
+        for node in ast.walk(tree)
+    )
+
+
+def output_names(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """The names of a function that hold what a process wrote, or lines of it (parsed JSON is values, not text)."""
+    held = {argument.arg for argument in function.args.args if argument.arg in OUTPUT_PARAMETERS}
+    while True:
+        more = set()
+        for node in ast.walk(function):
+            pairs = [(target, node.value) for target in node.targets] if isinstance(node, ast.Assign) else []
+            pairs += [(node.target, node.iter)] if isinstance(node, ast.comprehension | ast.For) else []
+            for target, value in pairs:
+                if holds_output(value, held):
+                    more |= {name.id for name in ast.walk(target) if isinstance(name, ast.Name)} - held
+        if not more:
+            return held
+        held |= more
+
+
+def holds_output(node: ast.AST, held: set[str]) -> bool:
+    """Whether an expression is (made of) what a process wrote: `.stdout`, `.stderr`, or a name that holds it."""
+    if isinstance(node, ast.Call) and ast.unparse(node.func) in ("json.loads", "json.load"):
+        return False
+    return any(
+        (isinstance(part, ast.Attribute) and part.attr in PROCESS_OUTPUT)
+        or (isinstance(part, ast.Name) and part.id in held)
+        for part in ast.walk(node)
+    )
+
+
+def reads_anothers_text(tree: ast.Module, others: set[str]) -> list[int]:
+    """Lines that look for words another module writes (`others`: the strings of the other modules), or look for
+    anything, but the module's own marks, in what a process wrote."""
+    matches = text_matches(tree)
+    lines = {
+        node.lineno
+        for node, texts, _ in matches
+        for text in texts
+        if MESSAGE.search(text) and len(text.strip()) >= 4 and any(text.strip() in other for other in others)
+    }
+    for function in (node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)):
+        held, inside = output_names(function), {id(node) for node in ast.walk(function)}
+        for node, texts, constant in matches:
+            if id(node) in inside and texts and holds_output(node, held):
+                if constant is None or not written_elsewhere(tree, constant, matches):
+                    lines.add(node.lineno)
+    return sorted(lines)
+
+
 # idea: (its home, what only the home may have in its code)
 HOMES = {
     "the closed load loop": ("toolkit/load/closed_loop.py", lambda tree: bool(closed_loops(tree))),
@@ -138,6 +295,24 @@ HOMES = {
         "toolkit/reports/course_figures.py",
         lambda tree: any("course.toml" in text for text in strings(tree)),
     ),
+    "a process tree's CPU time": (
+        "toolkit/measure/cpu.py",
+        lambda tree: any(
+            call.rsplit(".", 1)[-1] in ("getrusage", "process_time", "cpu_times") or call == "os.times"
+            for call in dotted_calls(tree)
+        ),
+    ),
+    "finding a lesson by its id": ("toolkit/lessons/spec.py", finds_a_lesson_by_its_id),
+    "running again on a timing miss": ("toolkit/lessons/spec.py", runs_a_second_time),
+    "a simulator's PROVIDER_URL": ("toolkit/running/stack.py", builds_a_provider_url),
+    "starting the lab's stack: a simulator": (
+        "toolkit/running/stack.py",
+        lambda tree: bool({"simulator", "services.simulator"} & dotted_calls(tree)),
+    ),
+    "starting PostgreSQL": (
+        "toolkit/databases.py",
+        lambda tree: any(call.rsplit(".", 1)[-1] in ("resolve_dsn", "embedded_dsn") for call in dotted_calls(tree)),
+    ),
 }
 
 
@@ -150,6 +325,14 @@ ALLOWED = {
     ("medians over passes", "scripts/burst.py"): "the student's own script, its p50 (it keeps its own quantile)",
     ("reading PostgreSQL's state", "scripts/reference_api.py"): "an app: a ticket's own queries, as the API's",
     ("reading PostgreSQL's state", "scripts/toolkit/running/busy.py"): "pgbench's load, a query it runs, not a reading",
+    ("a process tree's CPU time", "scripts/toolkit/check/loop_sampler.py"): "inside a project's API, stdlib only",
+    ("starting the lab's stack: a simulator", "scripts/simulator_bench.py"): "the simulator is what it measures",
+    ("starting PostgreSQL", "scripts/reference_api.py"): "an app: it reaches its database as the API does",
+    ("starting PostgreSQL", "scripts/toolkit/running/postgres.py"): "a crashed server started again (scripts.soak)",
+}
+# file: why it may look for words another module writes
+READS_ANOTHERS_TEXT = {
+    "scripts/toolkit/check/lesson_checks.py": "the request log's line is the lesson's promise (lessons.toml's `log`)",
 }
 
 
@@ -274,7 +457,79 @@ def test_the_checks_find_what_they_look_for():
     }
     for idea, code in elsewhere.items():
         assert HOMES[idea][1](ast.parse(code)), idea
+    for old in ("resource.getrusage(resource.RUSAGE_CHILDREN)", "time.process_time()", "worker.cpu_times()"):
+        assert HOMES["a process tree's CPU time"][1](ast.parse(old)), old
 
 
 def test_the_tools_modes_are_the_apis_own():
     assert sorted(MODES) == sorted(get_args(Settings.model_fields["intake_mode"].annotation))
+
+
+def test_no_module_looks_for_words_another_writes_or_in_what_a_process_wrote():
+    files = [
+        *SCRIPTS.rglob("*.py"),
+        *(PROJECT_ROOT / "ticket_api").rglob("*.py"),
+        *(PROJECT_ROOT / "simulator").rglob("*.py"),
+    ]
+    written = {path: set(strings(code_of(path))) for path in files}
+    found = {}
+    for path in sorted(SCRIPTS.rglob("*.py")):
+        others = set().union(*(texts for other, texts in written.items() if other != path))
+        name = path.relative_to(PROJECT_ROOT).as_posix()
+        if name not in READS_ANOTHERS_TEXT and (lines := reads_anothers_text(code_of(path), others)):
+            found[name] = lines
+    assert found == {}
+
+
+def test_the_new_homes_checks_find_the_old_forms():
+    old = {
+        "finding a lesson by its id": [
+            "def lesson(lessons, wanted):\n    return next(item for item in lessons if item.id == wanted)\n",
+            "def chain(lessons):\n    by_id = {lesson.id: lesson for lesson in lessons}\n",
+        ],
+        "running again on a timing miss": [
+            "for attempt in (1, 2):\n    figures = run(attempt)\n",
+            "result = _attempt(check, 1)\nif failed(result):\n    result = _attempt(check, 2)\n",
+        ],
+        "a simulator's PROVIDER_URL": ['api(f"{simulator.url}/v1")\n', 'api(simulator.url + "/v1")\n'],
+        "starting the lab's stack: a simulator": ["with services.simulator(speed=0.2) as simulator:\n    pass\n"],
+        "starting PostgreSQL": ["dsn = resolve_dsn(load_settings())\n", "dsn = embedded_dsn(pgdata)\n"],
+    }
+    for idea, forms in old.items():
+        assert all(HOMES[idea][1](ast.parse(code)) for code in forms), idea
+    assert not finds_a_lesson_by_its_id(ast.parse("def cpu(process):\n    return [t for t in threads if t.id == 1]\n"))
+
+
+def test_looking_for_anothers_words_is_found_in_each_of_its_old_forms():
+    def found(code: str, others: tuple[str, ...] = ()) -> list[int]:
+        return reads_anothers_text(ast.parse(textwrap.dedent(code)), set(others))
+
+    watchdog = "event loop blocked for %.0f ms so far, at %s"  # what another module writes
+    assert found('BLOCKED = re.compile(r"event loop blocked for (\\d+) ms so far")\n', (watchdog,)) == [1]
+    assert found('reason = reason.removeprefix("could not run: ")\n', ("could not run: ",)) == [1]
+    assert found('failed = any(v.startswith("FAIL") for v in verdicts)\n', ("FAIL", " {name}")) == [1]
+    assert found('lines = [line for line in log if "POST /v1/tickets" in line]\n', ("POST /v1/tickets",)) == [1]
+    over_output = """\
+        COUNT = re.compile(r"(\\d+) (passed|failed)")
+        EXCEPTION = re.compile(r"^(\\w+Error): (.*)$")
+
+        def summary(result):
+            lines = [line for line in result.stdout.splitlines() if line.strip()]
+            return COUNT.findall(lines[-1])
+
+        def why(log_text):
+            lines = log_text.splitlines()
+            names = [match for match in map(EXCEPTION.match, lines) if match]
+            return [line for line in lines if line.startswith("ERROR:") and "Traceback" not in line]
+        """
+    assert found(over_output) == [6, 10, 11]
+    own_mark_and_values = """\
+        MARK = "WRK_FIGURES "
+        SCRIPT = {"mark": MARK}
+
+        def figures(result, args):
+            line = next(line for line in result.stdout.splitlines() if line.startswith(MARK))
+            answer = json.loads(result.stdout)
+            return "invalid" in answer or "cpu" in args.parts or key.startswith("worker ")
+        """
+    assert found(own_mark_and_values, ("[worker ",)) == []

@@ -167,32 +167,26 @@ def _count_query() -> None:
         timer.queries += 1
 
 
-class CountingCursor(psycopg.Cursor[DictRow]):
-    """A cursor that counts each statement it sends, and the BEGIN that psycopg sends before the first one."""
-
-    def execute(self, query, params=None, **kwargs):
-        """psycopg's execute(), counted; not the pool's check of a connection, an empty query."""
-        if query != "":
-            if not self.connection.autocommit and self.connection.info.transaction_status == TransactionStatus.IDLE:
-                _count_query()  # BEGIN
-            _count_query()
-        return super().execute(query, params, **kwargs)
-
-
 class CountingConnection(psycopg.Connection[DictRow]):
-    """A connection whose statements are all counted (its cursors' queries, BEGIN, COMMIT and ROLLBACK);
-    its rows are dicts: `row["id"]`."""
+    """A connection that counts every statement it sends (`queries=N`): each of its `execute()`, the BEGIN psycopg
+    sends before the first, COMMIT and ROLLBACK; its rows are dicts: `row["id"]`."""
 
     @classmethod
     def connect(cls, conninfo: str = "", **kwargs: Any):
-        """psycopg's connect(), with counting cursors, rows as dicts and no prepared statements.
+        """psycopg's connect(), with rows as dicts and no prepared statements.
 
         psycopg prepares a statement after its fifth use, and after a ROLLBACK it then sends DEALLOCATE ALL,
         a statement no request made: without prepared statements, `queries=N` is exactly what the server got.
         """
-        return super().connect(
-            conninfo, cursor_factory=CountingCursor, row_factory=dict_row, prepare_threshold=None, **kwargs
-        )
+        return super().connect(conninfo, row_factory=dict_row, prepare_threshold=None, **kwargs)
+
+    def execute(self, query, params=None, **kwargs):
+        """psycopg's execute(), counted; not the pool's check of a connection, an empty query."""
+        if query != "":
+            if not self.autocommit and self.info.transaction_status == TransactionStatus.IDLE:
+                _count_query()  # BEGIN
+            _count_query()
+        return super().execute(query, params, **kwargs)
 
     def commit(self) -> None:
         """Commit, counted if there is a transaction to commit (psycopg sends nothing otherwise)."""

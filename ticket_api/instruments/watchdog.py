@@ -12,6 +12,7 @@ import logging
 import sys
 import threading
 import time
+import traceback
 from pathlib import Path
 
 from ticket_api import PROJECT_ROOT
@@ -89,21 +90,20 @@ class LoopWatchdog:
             if stalled > self.threshold_s and reported != beat:
                 reported = beat
                 self.stalls += 1
-                log.warning("event loop blocked for %.0f ms so far, at %s", stalled * 1000, self._blocking_line())
+                at = self._blocking_line()
+                # The figures go with the record as fields too (logging's `extra`): a tool reads them, not the words.
+                fields = {"blocked_ms": round(stalled * 1000), "blocked_at": at}
+                log.warning("event loop blocked for %.0f ms so far, at %s", stalled * 1000, at, extra=fields)
 
     def _blocking_line(self) -> str:
         # sys._current_frames() is documented in CPython's `sys` module ("for internal and specialized purposes"):
         # each thread's current frame, so the loop thread's stack while it is blocked. The reading's own technique.
         frame = sys._current_frames().get(self._loop_thread_id)
-        frames = []
-        while frame is not None:
-            frames.append(frame)
-            frame = frame.f_back
-        ours = [f for f in frames if _in_project(f.f_code.co_filename)]  # innermost first
+        frames = [each for each, _ in traceback.walk_stack(frame)] if frame is not None else []  # innermost first
+        ours = [each for each in frames if _in_project(each.f_code.co_filename)]
         # The culprit is the innermost coroutine of ours: the async code that called something that waits.
-        culprit = next((f for f in ours if f.f_code.co_flags & inspect.CO_COROUTINE), None)
-        if culprit is None and (ours or frames):
-            culprit = (ours or frames)[0]
+        culprit = next((each for each in ours if each.f_code.co_flags & inspect.CO_COROUTINE), None)
+        culprit = culprit or next(iter(ours or frames), None)
         return _describe(culprit) if culprit is not None else "(unknown)"
 
 

@@ -7,12 +7,14 @@ of timing (tickets that did not answer 201). A problem of the checker or of the 
 timeouts), so a run always ends.
 """
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from scripts.toolkit.cli import CommandError, progress
 from scripts.toolkit.commands.options import Clock
+from scripts.toolkit.lessons.spec import once_more_on_a_timing_miss
 from ticket_api.errors import StartupError
 
 PASSED, FAILED, SKIPPED, ERROR = "passed", "failed", "skipped", "error"
@@ -28,13 +30,14 @@ class Result:
     status: str = PASSED
     expected: str | None = None
     measured: str | None = None
-    reason: str | None = None  # why it failed, or why it could not check or run
+    reason: str | None = None  # why it failed, or why it could not check or run, as a sentence
     hint_id: str | None = None
     hint_values: dict = field(default_factory=dict)  # what the hint's text names: files, settings, ...
     info: list[str] = field(default_factory=list)  # information, never a failure
     runs: int = 1
     may_be_noise: bool = True  # False: a failure of a timing check that a second run cannot change (tickets failed)
     because: str | None = None  # the dependency that failed, for a skipped check
+    cause: str | None = None  # what kept the checker from running it, for a check that could not run
     rerun: str | None = None  # the command that runs this check alone
     seconds: float = 0.0
 
@@ -84,13 +87,7 @@ def run_checks(checks: list[Check], rerun: Callable[[str], str], clock: Clock) -
             continue
         progress(f"[{clock}] {check.name}: {check.description} ...")
         started = time.monotonic()
-        result = _attempt(check, 1)
-        if result.status == FAILED and check.timing and result.may_be_noise:
-            progress(f"[{clock}] {check.name}: failed ({result.measured}); running it once more")
-            result = _attempt(check, 2)
-            result.runs = 2 if result.status == FAILED else 1
-            if result.status == PASSED:
-                result.info.append("it failed once, and passed when run again")
+        result = _run(check, clock)
         result.seconds = round(time.monotonic() - started, 1)
         result.rerun = rerun(check.name) if result.status in (FAILED, ERROR) else None
         results[check.name] = result
@@ -98,18 +95,40 @@ def run_checks(checks: list[Check], rerun: Callable[[str], str], clock: Clock) -
     return list(results.values())
 
 
+def _run(check: Check, clock: Clock) -> Result:
+    """The check's result; a timing check that fails, unless no timing explains it, is run once more."""
+
+    def timing_miss(result: Result) -> bool:
+        return check.timing and result.status == FAILED and result.may_be_noise
+
+    def say(result: Result) -> None:
+        progress(f"[{clock}] {check.name}: failed ({result.measured}); running it once more")
+
+    result, runs = once_more_on_a_timing_miss(functools.partial(_attempt, check), timing_miss, say)
+    if runs == 2:
+        result.runs = 2 if result.status == FAILED else 1
+        if result.status == PASSED:
+            result.info.append("it failed once, and passed when run again")
+    return result
+
+
 def _attempt(check: Check, attempt: int) -> Result:
     try:
         result = check.run(attempt)
     except (CommandError, StartupError) as exc:
-        result = Result("", "", ERROR, reason=f"could not run: {exc}")
+        result = _could_not_run(str(exc))
     except Exception as exc:  # a bug of the checker: said in one line, never counted against the student
-        result = Result("", "", ERROR, reason=f"could not run: the checker failed ({type(exc).__name__}: {exc})")
+        result = _could_not_run(f"the checker failed ({type(exc).__name__}: {exc})")
     result.name, result.description = check.name, check.description
     return result
+
+
+def _could_not_run(cause: str) -> Result:
+    """The result of a check that the checker or the environment kept from running (status `error`)."""
+    return Result("", "", ERROR, reason=f"{WORDS[ERROR]}: {cause}", cause=cause)
 
 
 def _word(result: Result) -> str:
     if result.status == FAILED:
         return "failed twice" if result.runs == 2 else "failed"
-    return {PASSED: "passed", ERROR: result.reason or "could not run"}.get(result.status, result.status)
+    return {PASSED: "passed", ERROR: result.reason or WORDS[ERROR]}.get(result.status, result.status)

@@ -8,7 +8,7 @@ from collections import Counter
 from scripts.toolkit.check.checks import Check, Result, failed, passed
 from scripts.toolkit.check.context import Context
 from scripts.toolkit.check.report import COMPUTING_CPU, expected_text, measured_text, where_held
-from scripts.toolkit.check.student_api import CHECK_SPEED, COMMAND_TIMEOUT_S, ApiDidNotStart
+from scripts.toolkit.check.student_api import CHECK_SPEED, COMMAND_TIMEOUT_S, ApiDidNotStart, student_api
 from scripts.toolkit.check.student_project import (
     EDITED,
     MISSING,
@@ -90,7 +90,7 @@ def check_tests(ctx: Context) -> Result:
 def check_api_starts(ctx: Context) -> Result:
     """The student's API starts with their own settings (their terminal's, their .env) and answers /health."""
     try:
-        with ctx.stack.api({}):
+        with student_api(ctx.stack, ctx.project, {}):
             return passed()
     except ApiDidNotStart as exc:
         hint_id = START_HINTS.get(exc.kind or "", "api-start-failed")

@@ -1,17 +1,24 @@
-"""Where a project's API holds its event loop, found from outside the project's own code (scripts.check).
+"""Where a project's API holds its event loop, and why it did not start, found from outside the project's own code
+(scripts.check).
 
-`python .../loop_sampler.py ARGS`, run in the project's folder with its Python, is uvicorn's own command line
-(`python -m uvicorn ARGS`) with one more thread: every 10 ms it looks at the stack of the thread that runs the
+`python .../loop_sampler.py APP ARGS`, run in the project's folder with its Python, is uvicorn's own command line
+(`python -m uvicorn APP ARGS`) with one more thread: every 10 ms it looks at the stack of the thread that runs the
 event loop. While one coroutine of the project stays on that stack from one look to the next for 100 ms or more,
 it holds the loop; when it lets go, one line goes to stderr: `held-loop: {JSON}` with how long, the share of a
 CPU the process used meanwhile (near 0: a call that waits; near 1: CPU work), the coroutine's file, line and code,
 and the project's innermost frame under it (what waited). `read_held()` reads those lines back.
+
+It imports APP itself, and uvicorn serves it through `Observed`: an app that cannot be imported, or whose lifespan
+fails its start-up, is told on one line, `api-failed: {JSON}` (the exception's name, its message, the project's
+file and line; or the app's own one-line message), which `read_failure()` reads back.
 
 It imports only the standard library and uvicorn, because it runs inside the project's process, beside the
 project's own packages. Asyncio's debug mode does not name the line: its "Executing <Task ...> took 2.1 seconds"
 shows the task's outermost coroutine (uvicorn's `run_asgi`), and uvicorn turns debug mode off on Python 3.11.
 """
 
+import functools
+import importlib
 import inspect
 import json
 import linecache
@@ -19,22 +26,84 @@ import os
 import sys
 import threading
 import time
+import traceback
 from pathlib import Path
 from types import CodeType, FrameType
+from typing import Any
 
 EVERY_S = 0.01  # how often the loop's stack is looked at
 AT_LEAST_S = 0.1  # a coroutine on the stack this long without a break held the loop
 MARK = "held-loop: "
+FAILED = "api-failed: "
+observed: Any = None  # the project's app as uvicorn serves it (`__main__:observed`): an Observed
 
 
 def main() -> None:
-    """Start the sampler on this (the loop's) thread, then uvicorn's command line with this process's arguments."""
+    """Start the sampler on this (the loop's) thread, then uvicorn's command line with this process's arguments,
+    serving the project's app through an Observed."""
+    global observed
     sys.path[0] = os.getcwd()  # the project's packages, as `python -m uvicorn` finds them; not this folder's modules
-    sampler = threading.Thread(target=watch, args=(threading.get_ident(), Path.cwd()), name="held-loop", daemon=True)
+    project, (target, *options) = Path.cwd(), sys.argv[1:]
+    sampler = threading.Thread(target=watch, args=(threading.get_ident(), project), name="held-loop", daemon=True)
     sampler.start()
+    module, _, name = target.partition(":")
+    try:
+        observed = Observed(functools.reduce(getattr, name.split("."), importlib.import_module(module)), project)
+    except Exception as exc:
+        tell_failure(failure(exc, project))
+        raise
     import uvicorn
 
-    uvicorn.main(sys.argv[1:])
+    uvicorn.main([f"{__name__}:observed", *options])
+
+
+class Observed:
+    """The project's ASGI app, unchanged but for one thing: a lifespan that fails its start-up is told as values."""
+
+    def __init__(self, app: Any, project: Path):
+        self.app, self.project = app, project
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        """Serve the request; through a lifespan, note what the app says of a failed start-up, and why."""
+        if scope["type"] != "lifespan":
+            await self.app(scope, receive, send)
+            return
+        said: list[str] = []  # the message of the app's lifespan.startup.failed
+
+        async def noted(message: dict) -> None:
+            if message["type"] == "lifespan.startup.failed":
+                said.append(message.get("message", ""))
+            await send(message)
+
+        error = None
+        try:
+            await self.app(scope, receive, noted)
+        except Exception as exc:
+            error = exc
+            raise
+        finally:
+            if said:
+                tell_failure(failure(error, self.project, said[0]))
+
+
+def failure(exc: BaseException | None, project: Path, said: str | None = None) -> dict:
+    """Why the app did not start, as values: the app's own message where it said one line, else the exception's
+    name, its message and the project's file and line it came from (a syntax error's own place)."""
+    if exc is None or (said is not None and len(said.strip().splitlines()) == 1):
+        return {"exception": None, "message": (said or "").strip(), "file": None, "line": None}
+    places = [(frame.filename, frame.lineno) for frame in traceback.extract_tb(exc.__traceback__)]
+    if isinstance(exc, SyntaxError) and exc.filename:
+        places.append((exc.filename, exc.lineno))
+    ours = [(Path(file), line) for file, line in places if in_project(Path(file), project)]
+    message = exc.msg if isinstance(exc, SyntaxError) else str(exc)
+    file, line = (ours[-1][0].relative_to(project).as_posix(), ours[-1][1]) if ours else (None, None)
+    return {"exception": type(exc).__name__, "message": message, "file": file, "line": line}
+
+
+def tell_failure(fields: dict) -> None:
+    """Write why the app did not start on one line of stderr, for read_failure()."""
+    sys.stderr.write(f"{FAILED}{json.dumps(fields)}\n")
+    sys.stderr.flush()
 
 
 def watch(loop_thread: int, project: Path) -> None:
@@ -119,11 +188,21 @@ def _place(code: CodeType, line: int, project: Path) -> dict:
 
 def read_held(log_text: str) -> list[dict]:
     """The reports in an API's output, in order (a line another thread wrote into at the same moment included)."""
-    decoder, reports = json.JSONDecoder(), []
+    return _lines_of(log_text, MARK)
+
+
+def read_failure(log_text: str) -> dict | None:
+    """Why the API did not start, as failure() gave it, from its output; None where it did not say."""
+    told = _lines_of(log_text, FAILED)
+    return told[-1] if told else None
+
+
+def _lines_of(log_text: str, mark: str) -> list[dict]:
+    decoder, found = json.JSONDecoder(), []
     for line in log_text.splitlines():
-        if MARK in line:
-            reports.append(decoder.raw_decode(line, line.index(MARK) + len(MARK))[0])
-    return reports
+        if mark in line:
+            found.append(decoder.raw_decode(line, line.index(mark) + len(mark))[0])
+    return found
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ WIDTH = 100
 CHECK_EXIT_CODES = "Exit codes: 0 every check passed, 1 a check failed, 2 the checker could not run (or bad arguments)."
 INDENT = " " * 17
 UNIT = re.compile(r"(\d) (ms|s)\b")
-NOT_IN_JSON = ("hint_values", "may_be_noise", "because")  # what the report reads, not the reader
+NOT_IN_JSON = ("hint_values", "may_be_noise", "because", "cause")  # what the report reads, not the reader
 # How a figure of a lesson command reads to a student: its words and its unit.
 FIGURES = {
     "statuses": ("status codes", ""),
@@ -91,8 +91,7 @@ def _check_lines(result: Result) -> list[str]:
     if result.status == SKIPPED:
         return lines + _wrapped(f"because {result.because} failed")
     if result.status == ERROR:
-        reason = (result.reason or "").removeprefix("could not run: ")  # the status says it already
-        return lines + _wrapped(reason) + [f"{INDENT}rerun it alone: {result.rerun}"]
+        return lines + _wrapped(result.cause or "") + [f"{INDENT}rerun it alone: {result.rerun}"]
     if result.status == FAILED:
         lines += _wrapped(f"expected {result.expected}")
         lines += _wrapped(f"measured {result.measured}" + (" (failed twice)" if result.runs == 2 else ""))

@@ -8,13 +8,13 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 from dotenv import dotenv_values
 
 from scripts.toolkit.cli import CommandError
+from scripts.toolkit.databases import postgres_server
 from scripts.toolkit.lessons.spec import SNAPSHOTS, Lesson, lesson_chain
 from scripts.toolkit.lessons.suites import NO_TRACES
 from scripts.toolkit.running.commands import run_to_completion
@@ -121,30 +121,17 @@ def settings_refused(project: Path) -> bool:
     return False
 
 
-@contextmanager
-def database_server(project: Path) -> Iterator[str]:
-    """The project's PostgreSQL server, as its API would reach it: its DATABASE_URL, else its embedded server.
+def database_server(project: Path) -> AbstractContextManager[str]:
+    """The project's PostgreSQL server, as its API would reach it: its DATABASE_URL, else its embedded server, started
+    if it is not running and stopped after, unless another process uses it.
 
-    The embedded one is started if it is not running, and stops after, unless another process uses it.
     A project without either is an environment problem (CommandError): the check creates no data folder.
     """
     url, _ = settings_given(project).get("DATABASE_URL", ("", ""))
-    if url.strip():
-        yield url.strip()
-        return
     pgdata = project / ".lab" / "pgdata"
-    if not (pgdata / "PG_VERSION").is_file():
+    if not url.strip() and not (pgdata / "PG_VERSION").is_file():
         raise CommandError(
             f"{project} has no PostgreSQL yet: no DATABASE_URL, and no embedded server in .lab/pgdata; "
             "run `python -m scripts.db init` in it first"
         )
-    from ticket_api.instruments.embedded import (  # only the embedded way needs the package
-        embedded_dsn,
-        release_embedded,
-    )
-
-    dsn = embedded_dsn(pgdata)
-    try:
-        yield dsn
-    finally:
-        release_embedded(pgdata)
+    return postgres_server(url.strip(), pgdata)

@@ -3,7 +3,7 @@
 
 from pathlib import Path
 
-from scripts.toolkit.lessons.spec import Lesson
+from scripts.toolkit.lessons.spec import Lesson, find_lesson
 
 LABS = "../nextia-learning-labs/C21/snapshots"  # where the course tells students to keep this repository
 # The end of snapshots/README.md: when to run scripts.check, and two of its real outputs (run on the lab's machine).
@@ -36,7 +36,9 @@ def render_readme(snapshots: dict, lessons: list[Lesson]) -> str:
     lines += [f"| `{name}` | {s['title']} | `{s['tests']} passed` |" for name, s in snapshots.items()]
     for lesson in lessons:
         before = (
-            f"`{lesson.before}`" if lesson.before in snapshots else f'the end of "{_title(lessons, lesson.before)}"'
+            f"`{lesson.before}`"
+            if lesson.before in snapshots
+            else f'the end of "{find_lesson(lessons, lesson.before).title}"'
         )
         shell, powershell = copy_commands(lesson.source, lesson.copy)
         lines += [
@@ -70,7 +72,3 @@ def render_readme(snapshots: dict, lessons: list[Lesson]) -> str:
                 env = "".join(f"{k}={v} " for k, v in command.get("api_env", {}).items())
                 lines.append(f"| {command['name']} | `{env}fastapi dev` | `{command['run']}` | {command['shows']} |")
     return "\n".join(lines) + "\n\n" + CHECK_SECTION.read_text()
-
-
-def _title(lessons: list[Lesson], lesson_id: str) -> str:
-    return next(lesson.title for lesson in lessons if lesson.id == lesson_id)

@@ -22,6 +22,7 @@ import orjson
 from scripts.stall import describe_failure, server_timing
 from scripts.toolkit.answers import Answer
 from scripts.toolkit.cli import CommandError
+from scripts.toolkit.measure.cpu import own_cpu_s
 
 # A generator that used 90% of a core was busy itself: its figures are its own limit (Locust warns there too).
 SATURATED_CPU_SHARE = 0.9
@@ -187,7 +188,7 @@ async def closed_loop(
         raise ValueError("give requests, duration_s or stop: the load would never end")
     calls: list[Call] = []
     sent = 0
-    began, cpu_began = time.perf_counter(), time.process_time()
+    began, cpu_began = time.perf_counter(), own_cpu_s()
     deadline = began + ramp_s + duration_s if duration_s is not None else math.inf
 
     def more() -> bool:
@@ -215,7 +216,7 @@ async def closed_loop(
         for task in pending:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
-    wall_s, cpu_s = time.perf_counter() - began, time.process_time() - cpu_began
+    wall_s, cpu_s = time.perf_counter() - began, own_cpu_s() - cpu_began
     return Load(calls, began, wall_s, cpu_s, len(pending))
 
 

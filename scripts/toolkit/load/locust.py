@@ -8,7 +8,6 @@ files; Locust's final JSON and its report stay beside them, Locust's own view of
 """
 
 import csv
-import resource
 import shutil
 import subprocess
 import sys
@@ -16,6 +15,7 @@ import time
 from pathlib import Path
 
 from scripts.toolkit.cli import CommandError
+from scripts.toolkit.measure.cpu import children_cpu_s
 from scripts.toolkit.measure.quantiles import quantile
 from scripts.toolkit.processes import free_port, start_process, stop_process
 
@@ -80,7 +80,7 @@ def run_locust(url: str, users: int, duration_s: int, workers: int, prefix: str)
         master += ["--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port)]
         master += ["--expect-workers", str(workers), "--expect-workers-max-wait", "30"]
         commands += [[*base, "--worker", "--master-host", "127.0.0.1", "--master-port", str(port)]] * workers
-    cpu_before, started = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic()
+    cpu_before, started = children_cpu_s(), time.monotonic()
     processes: list[subprocess.Popen] = []
     try:
         with open(f"{prefix}.json", "wb") as summary, open(f"{prefix}.log", "ab") as log:
@@ -96,11 +96,11 @@ def run_locust(url: str, users: int, duration_s: int, workers: int, prefix: str)
     finally:
         for process in processes:
             stop_process(process, STOP_TIMEOUT_S)
-    wall_s, cpu_after = time.monotonic() - started, resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall_s, cpu_after = time.monotonic() - started, children_cpu_s()
     try:
         figures = ticket_figures(read_ticket_times(times), users)
     except (ValueError, KeyError, OSError):
         raise CommandError(f"Locust recorded no ticket times (exit code {code}); see {prefix}.log") from None
-    cpu_s = (cpu_after.ru_utime + cpu_after.ru_stime) - (cpu_before.ru_utime + cpu_before.ru_stime)
-    # With workers, this is the mean over Locust's processes; the workers do almost all of the work.
-    return {**figures, "locust_log": f"{prefix}.log", "locust_cpu_share": cpu_s / wall_s / len(processes)}
+    # With workers, this is the mean over Locust's processes; the workers do almost all of the work. None on Windows.
+    share = None if cpu_before is None or cpu_after is None else (cpu_after - cpu_before) / wall_s / len(processes)
+    return {**figures, "locust_log": f"{prefix}.log", "locust_cpu_share": share}

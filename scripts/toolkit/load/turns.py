@@ -1,10 +1,10 @@
-"""Two apps measured in turn at one level, (ours, theirs, theirs, ours) each round, so that a drift of the machine's
-pace over the windows weighs on both alike; each app's windows pooled into one level (scripts.bench); one API
-process against two (scripts.kitchens)."""
+"""Apps measured in turn at one level, in one order and back each round (A, B, C, C, B, A), so that a drift of the
+machine's pace over the windows weighs on all alike; each app's windows pooled into one level (scripts.bench); one
+API process against two (scripts.kitchens)."""
 
 import functools
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -21,18 +21,16 @@ JUDGED_USERS = 512  # where the API on two processes is judged against the refer
 JUDGED_ROUNDS = 2  # rounds of (API, reference, reference, API) there: one round's windows differ by a tenth
 
 
-def in_turn(
-    ours: Callable[[], Level], theirs: Callable[[], Level], rounds: int, first: Level | None = None
-) -> tuple[Level, Level]:
-    """Two apps' windows in turn, (ours, theirs, theirs, ours) each round, each app's pooled. `first`: our first
-    window, measured already."""
-    mine: list[Level] = []
-    others: list[Level] = []
+def in_turn(windows: Sequence[Callable[[], Level]], rounds: int, first: Level | None = None) -> list[Level]:
+    """Each app's windows in turn, in one order and back each round (two apps: A, B, B, A), each app's pooled into
+    one level, in the order given. `first`: the first app's first window, measured already."""
+    measured: list[list[Level]] = [[] for _ in windows]
+    order = [*range(len(windows)), *reversed(range(len(windows)))]
     for round_number in range(rounds):
-        mine.append(first if round_number == 0 and first is not None else ours())
-        others += [theirs(), theirs()]
-        mine.append(ours())
-    return pooled(mine), pooled(others)
+        for position, app in enumerate(order):
+            taken = first if round_number == position == 0 and first is not None else None
+            measured[app].append(taken or windows[app]())
+    return [pooled(each) for each in measured]
 
 
 def pooled(windows: list[Level]) -> Level:
@@ -68,11 +66,14 @@ def options_in_turn(
         optioned_app = reference(log_dir=log_dir / option, option=option)
         with started(plain_app) as plain, started(optioned_app) as optioned:
             progress(f"option {option}: {says}")
-            measured[option] = in_turn(
-                functools.partial(window, optioned.url, processes_by_role(optioned.pid, simulator_pid), app=option),
-                functools.partial(window, plain.url, processes_by_role(plain.pid, simulator_pid), app="reference"),
+            with_option, without = in_turn(
+                [
+                    functools.partial(window, optioned.url, processes_by_role(optioned.pid, simulator_pid), app=option),
+                    functools.partial(window, plain.url, processes_by_role(plain.pid, simulator_pid), app="reference"),
+                ],
                 rounds=1,
             )
+            measured[option] = (with_option, without)
     return measured
 
 
@@ -85,7 +86,7 @@ def one_against_two(stack: Stack, users: list[int], duration_s: float, ticket_s:
     """
     measured: dict = {"levels": []}
     with stack.api("async") as one:
-        provider, env = f"{stack.simulator.url}/v1", {"INTAKE_MODE": "async", "DATABASE_URL": stack.dsn}
+        provider, env = stack.provider_url, {"INTAKE_MODE": "async", "DATABASE_URL": stack.dsn}
         two_app = api(provider, env=env, workers=2, log_dir=log_dir / "async-2-workers")
         reference_app = api(provider, env=env, workers=2, log_dir=log_dir / "reference-2-workers", app=REFERENCE_APP)
         with started(two_app) as two, started(reference_app) as reference:
@@ -95,9 +96,9 @@ def one_against_two(stack: Stack, users: list[int], duration_s: float, ticket_s:
                 on_two = functools.partial(
                     window, two.url, processes_by_role(two.pid, stack.simulator.pid), api_processes=2
                 )
-                measured["levels"] += in_turn(on_one, on_two, rounds=1)
+                measured["levels"] += in_turn([on_one, on_two], rounds=1)
                 if count == JUDGED_USERS:
                     roles = processes_by_role(reference.pid, stack.simulator.pid)
                     theirs = functools.partial(window, reference.url, roles, api_processes=2, app="reference")
-                    measured["judged"] = in_turn(on_two, theirs, rounds=JUDGED_ROUNDS)
+                    measured["judged"] = tuple(in_turn([on_two, theirs], rounds=JUDGED_ROUNDS))
     return measured

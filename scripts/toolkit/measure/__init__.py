@@ -1,6 +1,7 @@
 """Reading what a run did, from outside the API's code.
 
-- cpu: the CPU of each process by role over a window, and the machine's pace
+- cpu: a process tree's CPU time (read nowhere else), the CPU of each process by role over a window, and the machine's
+  pace
 - profile: py-spy's samples of the API
 - rates: what /metrics says between two scrapes (the loop's lag, tickets and connections per second), the
   watchdog's lines of the same window, the simulator's stats

@@ -1,8 +1,7 @@
 """What the API's /metrics says between two scrapes: the event loop's lag, tickets per second by outcome, DB
-connections lent per second; the lines its watchdog logged (held_series's rows, scripts.client_cpu's table); and
-the simulator's GET /admin/stats (the watcher's, scripts.check's)."""
+connections lent per second (held_series's rows); what its watchdog saw, from its records' fields (scripts.client_cpu's
+table); and the simulator's GET /admin/stats (the watcher's, scripts.check's)."""
 
-import re
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -12,9 +11,9 @@ from typing import Any
 import httpx
 
 from scripts.toolkit.metrics import Metrics, read_metrics
+from scripts.toolkit.running.apis import watchdog_records
 
 LAG = "ticket_api_event_loop_lag_seconds"
-BLOCKED = re.compile(r"event loop blocked for (\d+) ms so far, at (.*)$")
 Row = dict[str, Any]  # one row of toolkit.measure.held_series: the figures at one moment
 RATE_OVER_S = 2.0  # tickets per second over the last 2 s: steadier than over one 0.2 s interval
 # The figures of the time between two answers of /metrics (see _add_scrape): with several worker processes, the
@@ -84,15 +83,16 @@ def lag_between(before: Metrics, after: Metrics, pid: str | None = None) -> dict
 
 
 def watchdog_lines(log: Path, start: int, end: int) -> dict:
-    """What the watchdog logged between two sizes of its log: blocked-loop lines, the longest, the line named most."""
+    """What the watchdog saw between two sizes of the API's log, from its records' fields: how many times it logged
+    a blocked loop, the longest (ms), the line named most."""
     with open(log, "rb") as file:
         file.seek(start)
         text = file.read(end - start).decode(errors="replace")
-    blocks = [match for match in map(BLOCKED.search, text.splitlines()) if match]
-    places = Counter(match[2] for match in blocks)
+    blocks = watchdog_records(text)
+    places = Counter(block["at"] for block in blocks)
     return {
         "lines": len(blocks),
-        "longest_ms": max((int(match[1]) for match in blocks), default=0),
+        "longest_ms": max((block["ms"] for block in blocks), default=0),
         "most_named": places.most_common(1)[0][0] if places else None,
     }
 

@@ -1,23 +1,26 @@
-"""The whole lab per INTAKE_MODE, from nothing: the database, then a simulator and the API in a mode on top of it.
+"""The lab as a command starts it, from nothing: PostgreSQL, simulators, and APIs in front of them.
 
-`running_stack()` starts the database and `Stack.api(mode)` a simulator (quota off) and the API in that
-mode (compare, capacity, bench). Whatever it starts is stopped by pid when the `with` block ends:
-normally, on an error, on Ctrl+C and on SIGTERM (toolkit.cli.run makes it one).
+Every command that starts the lab does it with a Stack: compare, capacity, bench (`running_stack()`, then
+`Stack.api(mode)`: a simulator of its own, quota off, and the API in that mode), scripts.check (a student's
+PostgreSQL, simulators kept per speed, their API), scripts.snapshots, scripts.soak and the experiments' runner.
+PostgreSQL starts when first needed. Whatever a stack starts is stopped by pid when its `with` block ends: normally,
+on an error, on Ctrl+C and on SIGTERM (toolkit.cli.run makes it one).
 """
 
 import argparse
 import importlib.util
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from pathlib import Path
 
-from scripts.toolkit.cli import CommandError, progress
+from scripts.toolkit import services
+from scripts.toolkit.cli import PROJECT_ROOT, CommandError, progress
 from scripts.toolkit.commands.options import Clock, one_or_more_of
-from scripts.toolkit.databases import init
-from scripts.toolkit.running.apis import API_APP, api, started
-from scripts.toolkit.services import Service, simulator
+from scripts.toolkit.databases import init, postgres_server
+from scripts.toolkit.running.apis import API_APP, STOP_TIMEOUT_S, api, output_since, started
+from scripts.toolkit.services import Service, ServiceStopped
 from ticket_api.config import load_settings
-from ticket_api.instruments.connections import resolve_dsn, shown_dsn
+from ticket_api.instruments.connections import shown_dsn
 
 MODES = ("blocking", "async", "thread")  # INTAKE_MODE's values (Settings.intake_mode), in the course's order
 LOOPS = ("asyncio", "uvloop")  # asyncio's own loop is the course's; uvloop is the optional extra
@@ -27,15 +30,49 @@ EXIT_CODES = (
 )
 
 
-class Stack:
-    """The running database; `api(mode)` starts a simulator and the API in that mode on top of it."""
+def provider_url(provider: Service) -> str:
+    """The PROVIDER_URL of an app in front of a simulator: the simulator's address and its API root, /v1."""
+    return f"{provider.url}/v1"
 
-    def __init__(self, dsn: str, speed: float, log_dir: Path, clock: Clock):
-        self.dsn = dsn
-        self.speed = speed
-        self.log_dir = log_dir
-        self.clock = clock
+
+def lab_postgres() -> AbstractContextManager[str]:
+    """The lab's PostgreSQL: the server of its DATABASE_URL, else its embedded one."""
+    return postgres_server(load_settings().database_url)
+
+
+class ApiStopped(ServiceStopped):
+    """The API's process ended during its start-up; `output` is what it wrote since that start."""
+
+    def __init__(self, message: str, output: str):
+        super().__init__(message)
+        self.output = output
+
+
+class Stack:
+    """One command's PostgreSQL (`server`, started when first needed; `dsn`, the database its APIs use), its
+    simulators and its APIs; each stops when `resources` closes, or when its own block ends."""
+
+    def __init__(
+        self,
+        resources: ExitStack,
+        speed: float = 1.0,
+        log_dir: Path | None = None,
+        clock: Clock | None = None,
+        postgres: Callable[[], AbstractContextManager[str]] = lab_postgres,
+    ):
+        self.resources, self.speed, self.log_dir, self.clock = resources, speed, log_dir, clock
+        self.dsn = ""  # the database the APIs are given (DATABASE_URL), chosen by the command: running_stack's
+        self._postgres = postgres
+        self._server: str | None = None
         self._simulator: Service | None = None
+        self._kept: dict[tuple, Service] = {}
+
+    @property
+    def server(self) -> str:
+        """The PostgreSQL server's DSN, started when first needed."""
+        if self._server is None:
+            self._server = self.resources.enter_context(self._postgres())
+        return self._server
 
     @property
     def simulator(self) -> Service:
@@ -44,45 +81,105 @@ class Stack:
             raise RuntimeError("no API started yet: the simulator starts with it")
         return self._simulator
 
+    @property
+    def provider_url(self) -> str:
+        """The PROVIDER_URL of the API started last: for another app in front of the same simulator."""
+        return provider_url(self.simulator)
+
+    def kept_simulator(self, speed: float | None = None, quota: int = 0, faults: tuple[str, ...] = ()) -> Service:
+        """The lab's simulator at `speed` (the stack's by default), with this quota and these fault options, started
+        when first needed and kept until the stack ends."""
+        key = (self.speed if speed is None else speed, quota, faults)
+        if key not in self._kept:
+            folder = self.log_dir / f"simulator-{key[0]:g}" if self.log_dir else None
+            service = services.simulator(speed=key[0], quota=quota, extra=list(faults), log_dir=folder)
+            self._kept[key] = self.resources.enter_context(started(service))
+        return self._kept[key]
+
     @contextmanager
     def api(
         self,
-        mode: str,
+        mode: str | None = None,
         workers: int = 1,
         env: dict[str, str] | None = None,
         loop: str = "asyncio",
         factory: str | None = None,
+        simulator: Service | None = None,
+        speed: float | None = None,
+        project: Path = PROJECT_ROOT,
+        script: Path | None = None,
     ) -> Iterator[Service]:
-        """The API in INTAKE_MODE=`mode` (and `env`) on `loop` with `workers` processes, in front of a simulator
-        of its own; `factory`, a function that makes it otherwise (scripts/client_apps.py's).
+        """The API of `project` (INTAKE_MODE=`mode`, the stack's database, `env` on top) on `loop` with `workers`
+        processes, in front of `simulator`, or of a simulator of its own from `project`, quota off, at `speed` (the
+        stack's by default); `factory`, a function that makes the app (scripts/client_apps.py's); `script`: see
+        apis.uvicorn_command. ApiStopped, with the API's output, if it stops during its start-up.
 
-        A fresh simulator per mode replays the same seeded provider latencies to every mode, so the
-        modes differ only in how they wait.
+        A simulator of its own, started afresh, replays the same seeded provider latencies to every mode: the modes
+        differ only in how they wait.
         """
-        name = run_name(mode, loop)
-        folder = self.log_dir / name
-        with started(simulator(speed=self.speed, quota=0, log_dir=folder)) as provider:
-            self._simulator = provider
-            settings = {"INTAKE_MODE": mode, "DATABASE_URL": self.dsn, **(env or {})}
+        name = run_name(mode or "api", loop)
+        folder = self.log_dir / name if self.log_dir else None
+        speed = self.speed if speed is None else speed
+        with ExitStack() as own:
+            if simulator is None:
+                fresh = services.simulator(speed=speed, quota=0, log_dir=folder, cwd=project)
+                simulator = own.enter_context(started(fresh))
+                said = f"simulator at {simulator.url} (speed {speed:g}, quota off), "
+            else:
+                said = ""
+            self._simulator = simulator
+            settings = ({"DATABASE_URL": self.dsn} if self.dsn else {}) | ({"INTAKE_MODE": mode} if mode else {})
+            settings |= env or {}
             app, made = (factory, True) if factory else (API_APP, False)
             service = api(
-                f"{provider.url}/v1", env=settings, workers=workers, log_dir=folder, loop=loop, app=app, factory=made
+                provider_url(simulator),
+                env=settings,
+                workers=workers,
+                log_dir=folder,
+                cwd=project,
+                loop=loop,
+                app=app,
+                factory=made,
+                script=script,
             )
-            with started(service) as server:
-                progress(
-                    f"[{self.clock}] {name}: simulator at {provider.url} (speed {self.speed:g}, quota off), "
-                    f"API at {server.url} on {loop}"
-                )
-                yield server
+            own.enter_context(_started_api(service))
+            if self.clock is not None:
+                progress(f"[{self.clock}] {name}: {said}API at {service.url} on {loop}")
+            yield service
 
 
 @contextmanager
-def running_stack(speed: float, log_dir: Path, clock: Clock) -> Iterator[Stack]:
-    """Start the database (the small data set loaded if missing)."""
-    # The parent starts the embedded server and so owns its lifetime; the APIs get its URL.
-    dsn = resolve_dsn(load_settings())
-    progress(f"database {shown_dsn(dsn)}: {init(dsn, 'small')}")
-    yield Stack(dsn, speed, log_dir, clock)
+def _started_api(service: Service) -> Iterator[Service]:
+    """Start the API, stopped when the block ends; ApiStopped, with what it wrote, if it stops during its start-up."""
+    before = service.log_path.stat().st_size if service.log_path.exists() else 0
+    try:
+        service.start()
+    except ServiceStopped as exc:
+        raise ApiStopped(str(exc), output_since(service, before)) from None
+    try:
+        yield service
+    finally:
+        service.stop(STOP_TIMEOUT_S)
+
+
+@contextmanager
+def running_stack(
+    speed: float = 1.0,
+    log_dir: Path | None = None,
+    clock: Clock | None = None,
+    postgres: Callable[[], AbstractContextManager[str]] = lab_postgres,
+    load: bool = True,
+) -> Iterator[Stack]:
+    """A Stack for the length of the block; with `load`, PostgreSQL started at once and the small data set loaded
+    into the server's own database (if missing), which the APIs then use."""
+    with ExitStack() as resources:
+        stack = Stack(resources, speed, log_dir, clock, postgres)
+        if load:
+            # This process starts the embedded server and so owns its lifetime; the APIs get its URL.
+            loaded = init(stack.server, "small")
+            stack.dsn = stack.server
+            progress(f"database {shown_dsn(stack.dsn)}: {loaded}")
+        yield stack
 
 
 parse_modes = one_or_more_of(MODES)  # `blocking,async,thread` as a list of INTAKE_MODE values (an argparse type)

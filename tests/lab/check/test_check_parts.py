@@ -3,13 +3,17 @@ why an API did not start, and the checks' data (the sampler that finds where the
 test_loop_sampler.py)."""
 
 import asyncio
+import os
 import re
+import subprocess
 import time
+from pathlib import Path
 
 import pytest
 from fastapi import FastAPI
 
 from scripts.snapshots import copy_tree
+from scripts.toolkit.check import loop_sampler
 from scripts.toolkit.check.checks import (
     ERROR,
     FAILED,
@@ -25,11 +29,14 @@ from scripts.toolkit.check.checks import (
 from scripts.toolkit.check.context import Context
 from scripts.toolkit.check.lesson_checks import lesson_checks
 from scripts.toolkit.check.report import as_text, exit_code, hints
-from scripts.toolkit.check.student_api import startup_failure
+from scripts.toolkit.check.student_api import ApiDidNotStart, startup_failure
 from scripts.toolkit.check.student_project import SNAPSHOTS, InvalidSettings, read_settings, settings_refused
 from scripts.toolkit.cli import PROJECT_ROOT
 from scripts.toolkit.commands.options import Clock
 from scripts.toolkit.lessons.spec import CommandTimedOut, expectation, load_lessons, run_command
+from scripts.toolkit.lessons.suites import NO_TRACES
+from scripts.toolkit.processes import free_port
+from scripts.toolkit.running.apis import uvicorn_command
 from tests.servers import serve
 
 _, LESSONS = load_lessons()
@@ -87,6 +94,12 @@ def test_a_problem_of_the_checker_could_not_run_and_is_not_counted_against_the_s
     results = run([Check("a", "passes", lambda _: passed()), Check("b", "breaks", broken)])
     assert results["b"].status == ERROR
     assert results["b"].reason == "could not run: the checker failed (KeyError: 'figures')"
+    assert results["b"].cause == "the checker failed (KeyError: 'figures')"  # a field: the report says it once
+    header = {"project": "../larkfield", "lesson": "m02-io-versus-cpu", "lesson_title": "I/O", "seconds": 1}
+    assert as_text([results["b"]], header).splitlines()[2:4] == [
+        "could not run    b: breaks",
+        "                 the checker failed (KeyError: 'figures')",
+    ]
     assert exit_code(list(results.values())) == 2
     assert exit_code([results["a"]]) == 0
 
@@ -132,36 +145,62 @@ def test_only_runs_a_check_and_what_it_depends_on_in_order():
     assert [check.name for check in with_dependencies(checks, ["stall"])] == ["copy", "api", "stall"]
 
 
-LOGS = {
+# A project that cannot start, as files: what the checker says of it, and the exception it names.
+BROKEN = {
     "syntax": (
-        "Traceback (most recent call last):\n"
-        '  File "/usr/lib/python3/importlib/__init__.py", line 126, in import_module\n'
-        '  File "{p}/ticket_api/main.py", line 9, in <module>\n    from ticket_api import intake, reading\n'
-        "  File \"{p}/ticket_api/intake.py\", line 26\n    mode = x)\n          ^\nSyntaxError: unmatched ')'\n",
-        "SyntaxError in ticket_api/intake.py line 26: unmatched ')'",
+        {"main.py": "from ticket_api import intake\napp = intake.app\n", "intake.py": "app = None\nmode = x)\n"},
+        "SyntaxError in ticket_api/intake.py line 2: unmatched ')'",
+        "SyntaxError",
     ),
     "import": (
-        'Traceback (most recent call last):\n  File "{p}/ticket_api/intake.py", line 6, in <module>\n'
-        "    from ticket_api.ai import do_ai_work_async\n"
-        "ImportError: cannot import name 'do_ai_work_async' from 'ticket_api.ai' ({p}/ticket_api/ai.py)\n",
-        "ImportError in ticket_api/intake.py line 6: cannot import name 'do_ai_work_async' from 'ticket_api.ai' "
+        {"main.py": "from ticket_api.intake import app\n", "intake.py": "from ticket_api.ai import do_ai_work_async\n"},
+        "ImportError in ticket_api/intake.py line 1: cannot import name 'do_ai_work_async' from 'ticket_api.ai' "
         "({p}/ticket_api/ai.py)",
+        "ImportError",
     ),
-    "setting": (
-        "INFO:     Started server process [1]\nINFO:     Waiting for application startup.\n"
-        "ERROR:    invalid setting INTAKE_MODE='asynch': expected 'thread', 'blocking' or 'async'\n"
-        "ERROR:    Application startup failed. Exiting.\n",
-        "invalid setting INTAKE_MODE='asynch': expected 'thread', 'blocking' or 'async'",
+    "lifespan": (
+        {
+            "main.py": "from contextlib import asynccontextmanager\nfrom fastapi import FastAPI\n\n\n"
+            "@asynccontextmanager\nasync def lifespan(app):\n    raise ValueError('boom')\n    yield\n\n\n"
+            "app = FastAPI(lifespan=lifespan)\n"
+        },
+        "ValueError in ticket_api/main.py line 7: boom",
+        "ValueError",
     ),
 }
 
 
-@pytest.mark.parametrize("kind", LOGS)
+def start_failure(project) -> ApiDidNotStart:
+    """Why the project's API does not start, as the checker says it: its API under loop_sampler, as the checker runs
+    it, and the fields the sampler gives."""
+    argv = uvicorn_command("ticket_api.main:app", free_port(), script=Path(loop_sampler.__file__))
+    result = subprocess.run(argv, cwd=project, env={**os.environ, **NO_TRACES}, capture_output=True, text=True)
+    assert result.returncode != 0
+    output = result.stdout + result.stderr
+    return startup_failure(loop_sampler.read_failure(output), output)
+
+
+@pytest.mark.parametrize("kind", BROKEN)
 def test_why_an_api_did_not_start_is_one_line_naming_the_file_and_line(kind, tmp_path):
-    log, line = LOGS[kind]
-    failure = startup_failure(log.replace("{p}", str(tmp_path)), tmp_path)
-    assert str(failure) == line.replace("{p}", str(tmp_path))
-    assert failure.kind == {"syntax": "SyntaxError", "import": "ImportError", "setting": None}[kind]
+    files, line, exception = BROKEN[kind]
+    (tmp_path / "ticket_api").mkdir()
+    for name, text in {"__init__.py": "", "ai.py": "", **files}.items():
+        (tmp_path / "ticket_api" / name).write_text(text)
+    failure = start_failure(tmp_path)
+    assert (str(failure), failure.kind) == (line.replace("{p}", str(tmp_path)), exception)
+
+
+def test_a_setting_the_api_refuses_is_its_own_one_line_and_names_no_exception(tmp_path):
+    project = copy_tree(SNAPSHOTS / "end-of-m02", tmp_path / "project")
+    (project / ".env").write_text("INTAKE_MODE=asynch\n")
+    failure = start_failure(project)
+    assert str(failure) == "invalid setting INTAKE_MODE='asynch': expected 'thread', 'blocking' or 'async'"
+    assert failure.kind is None
+
+
+def test_an_api_that_says_nothing_of_why_is_told_by_its_last_line():
+    assert str(startup_failure(None, "INFO: started\nKilled\n\n")) == "Killed"
+    assert str(startup_failure(None, "")) == "it stopped without a word"
 
 
 def test_settings_the_projects_own_code_refuses_are_told_apart_by_its_exception_not_its_words(tmp_path):

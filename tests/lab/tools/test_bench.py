@@ -1,5 +1,6 @@
 """scripts.bench: its CPU accounting (the measured window only, processes born inside it included), its verdicts
-against the reference app, wrk, and a short run on a PostgreSQL of DATABASE_URL, the reference app beside the API."""
+against the reference app and against the API without instruments, wrk, each instrument's share of py-spy's samples,
+and a short run on a PostgreSQL of DATABASE_URL, the reference app and the bare API beside the API."""
 
 import asyncio
 import json
@@ -15,8 +16,8 @@ from scripts.toolkit.load import wrk
 from scripts.toolkit.load.levels import Level
 from scripts.toolkit.load.turns import in_turn
 from scripts.toolkit.measure.cpu import cpu_between
-from scripts.toolkit.measure.profile import shares
-from scripts.toolkit.reports.bench_report import by_generator, verdicts
+from scripts.toolkit.measure.profile import instrument_shares, shares
+from scripts.toolkit.reports.bench_report import all_passed, judged
 from scripts.toolkit.running import apis
 from tests.lab.tools.commands import run_module
 from tests.servers import serve
@@ -56,19 +57,36 @@ def level(app: str, mean_ms: float, cpu_ms: float, health_p99_ms: float, simulat
 )
 def test_at_256_users_the_api_is_judged_against_the_reference_of_the_same_run(lab, failed):
     reference = level("reference", 2300, 10.0, 30)
-    lines = verdicts(*by_generator([lab, reference]))
-    assert len(lines) == 3
-    assert [line.split()[1] for line in lines if line.strip().startswith("FAIL")] == [
+    verdicts = judged([lab, reference])
+    assert len(verdicts) == 3
+    assert [verdict.target.split()[0] for verdict in verdicts if not verdict.passed] == [
         word.split()[0] for word in failed
     ]
+    assert all_passed(verdicts) == (not failed)
+
+
+@pytest.mark.parametrize(
+    ("lab", "failed"),
+    [
+        (replace(level("lab", 2300, 10.3, 44), users=512), []),
+        (replace(level("lab", 2400, 10.0, 44), users=512), ["tickets/s"]),  # 2300 / 2400 = 0.958 of the bare API's
+        (replace(level("lab", 2300, 10.4, 44), users=512), ["CPU"]),  # 1.04 x the bare API's
+    ],
+)
+def test_at_512_users_the_api_is_judged_against_itself_without_instruments(lab, failed):
+    bare = replace(level("bare", 2300, 10.0, 30), users=512)
+    two = [replace(each, api_processes=2) for each in (lab, bare)]
+    verdicts = [verdict for verdict in judged([lab, bare, *two]) if "bare" in verdict.target]
+    assert [verdict.target.split()[0] for verdict in verdicts if not verdict.passed] == [word for word in failed * 2]
+    assert {"1 process(es)", "2 process(es)"} <= {verdict.target.rpartition(", ")[2] for verdict in verdicts}
 
 
 @pytest.mark.parametrize(("bench_fraction", "verdict"), [(0.98, "PASS"), (0.86, "FAIL")])
 def test_wrk_is_judged_against_the_benchs_own_windows_taken_in_turn_with_it(bench_fraction, verdict):
     # The bench's level at 256 users (0.98 of the limit) is not what wrk is judged against: its windows in turn are.
     check = replace(level("lab", 2300, 10.0, 30), generator="wrk", bench_fraction=bench_fraction)
-    (line,) = [line for line in verdicts(*by_generator([level("lab", 2300, 10.0, 30), check])) if "wrk" in line]
-    assert line.split()[0] == verdict
+    (judged_wrk,) = [each for each in judged([level("lab", 2300, 10.0, 30), check]) if "wrk" in each.target]
+    assert judged_wrk.line().split()[0] == verdict
 
 
 def test_two_apps_take_turns_each_round_and_each_is_pooled():
@@ -81,7 +99,7 @@ def test_two_apps_take_turns_each_round_and_each_is_pooled():
 
         return measured
 
-    ours, theirs = in_turn(window("lab", 6.0), window("reference", 5.0), rounds=2, first=level("lab", 2300, 8.0, 30))
+    ours, theirs = in_turn([window("lab", 6.0), window("reference", 5.0)], rounds=2, first=level("lab", 2300, 8.0, 30))
     assert order == ["reference", "reference", "lab", "lab", "reference", "reference", "lab"]
     assert ours.api_cpu_ms_per_ticket == pytest.approx((8.0 + 6.0 * 3) / 4) and ours.tickets == 4000
     assert theirs.app == "reference" and theirs.tickets == 4000
@@ -136,6 +154,7 @@ def test_with_database_url_set_the_bench_runs_and_says_in_one_line_that_postgres
 ):
     # 256 users: the shortest level the bench allows (it measures 500 tickets at least), the reference right after.
     levels = ["--users", "256", "--reference-rounds", "1", "--two-process-users", "0", "--thread-users", "0"]
+    levels += ["--bare-users", "256"]
     levels += ["--wrk-users", "0"]
     result = run_module(
         "scripts.bench", *levels, "--duration", "1", "--alone", "2", "--out", str(tmp_path),
@@ -146,12 +165,14 @@ def test_with_database_url_set_the_bench_runs_and_says_in_one_line_that_postgres
     warning = "warning: PostgreSQL's CPU is not counted: DATABASE_URL is set"
     assert sum(line.startswith(warning) for line in result.stderr.splitlines()) == 1
     figures = json.loads((tmp_path / "bench.json").read_text())
-    assert [level["app"] for level in figures["levels"]] == ["lab", "reference"]
+    assert [level["app"] for level in figures["levels"]] == ["lab", "bare", "reference"]
     for level in figures["levels"]:
         assert level["users"] == 256 and level["tickets"] > 0
         assert set(level["cpu_ms_per_ticket"]) == {"api loop", "api threads", "simulator", "generator"}
     assert len(figures["pace_ms"]) == 2 and all(ms > 0 for ms in figures["pace_ms"])
     assert "the API beside the reference" in result.stdout
+    assert "the API beside itself without instruments" in result.stdout
+    assert {verdict["target"].split(" x ")[-1] for verdict in figures["verdicts"]} >= {"the reference's"}
 
 
 def test_py_spys_samples_are_shared_by_kind_of_thread_then_by_package_and_function(tmp_path):
@@ -165,3 +186,26 @@ def test_py_spys_samples_are_shared_by_kind_of_thread_then_by_package_and_functi
     assert lines[0] == "event-loop thread: 80% of a core"
     assert "   75.0%  httpx" in lines and "   25.0%  selectors" in lines
     assert "worker threads: 20% of a core" in lines
+
+
+def test_an_instruments_share_is_the_samples_in_its_own_code_not_in_what_it_hands_on(tmp_path):
+    instruments = tmp_path / "ticket_api" / "instruments"
+    instruments.mkdir(parents=True)
+    (instruments / "requestlog.py").write_text(
+        "timer = Timer()\nawait self.app(scope, receive, send)\nlog.info(line)\n"
+    )
+    (instruments / "body_limit.py").write_text("return self.app(scope, receive_within_limit, send)\n")
+    (tmp_path / "ticket_api" / "intake.py").write_text("work = await do_ai_work_async()\n")
+    raw = tmp_path / "profile.txt"
+    raw.write_text(
+        "process 1:thread (0x1): MainThread;__call__ (ticket_api/instruments/requestlog.py:1);"
+        "__init__ (starlette/datastructures.py:9) 10\n"  # the instrument's own work, in a library it calls
+        "process 1:thread (0x1): MainThread;__call__ (ticket_api/instruments/requestlog.py:2);"
+        "create_ticket (ticket_api/intake.py:1);post (httpx/_client.py:10) 60\n"  # the app's: the route runs
+        "process 1:thread (0x1): MainThread;__call__ (ticket_api/instruments/requestlog.py:2);"
+        "send (uvicorn/protocols/http/httptools_impl.py:5) 20\n"  # handed on to the server: not the log's
+        "process 1:thread (0x1): MainThread;__call__ (ticket_api/instruments/requestlog.py:3) 5\n"
+        "process 1:thread (0x1): MainThread;__call__ (ticket_api/instruments/body_limit.py:1) 5\n"
+    )
+    shares = instrument_shares(raw, tmp_path)
+    assert shares == {"body_limit": 0.0, "requestlog": 0.15}

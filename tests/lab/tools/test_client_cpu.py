@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from scripts.toolkit.measure.rates import lag_between, watchdog_lines
+from scripts.toolkit.measure.rates import lag_between
 from scripts.toolkit.metrics import read_metrics
 from tests.lab.tools.commands import listening, run_module
 
@@ -26,23 +26,6 @@ def test_the_lag_of_a_window_is_what_its_two_readings_differ_by():
     assert lag["heartbeats"] == 100
     assert abs(lag["mean_s"] - 0.02) < 1e-9  # 2.0 s of lag over 100 heartbeats
     assert lag["p99_at_most_s"] == 0.5  # 95 of 100 within 0.1 s, all 100 within 0.5 s
-
-
-def test_only_the_watchdogs_lines_of_the_window_are_counted(tmp_path):
-    log = tmp_path / "api.log"
-    early = "WARNING ticket_api.watchdog: event loop blocked for 900 ms so far, at ticket_api/main.py:1 in start()\n"
-    log.write_text(early)
-    start = log.stat().st_size
-    lines = [
-        "WARNING ticket_api.watchdog: event loop blocked for 260 ms so far, at ticket_api/provider.py:71 in _apost()",
-        "INFO something else",
-        "WARNING ticket_api.watchdog: event loop blocked for 410 ms so far, at ticket_api/provider.py:71 in _apost()",
-        "WARNING ticket_api.watchdog: event loop blocked for 300 ms so far, at ticket_api/intake.py:9 in create()",
-    ]
-    with open(log, "a") as file:
-        file.write("\n".join(lines) + "\n")
-    found = watchdog_lines(log, start, log.stat().st_size)
-    assert found == {"lines": 3, "longest_ms": 410, "most_named": "ticket_api/provider.py:71 in _apost()"}
 
 
 def test_an_unknown_client_is_refused_in_one_line_naming_the_three():

@@ -1,18 +1,25 @@
 """The watcher's sampler: the largest lag read from the histogram, rows marked "no answer" while the API hangs,
-and a recording's peaks and chart (what scripts.compare and scripts.capacity draw)."""
+a recording's peaks and chart (what scripts.compare and scripts.capacity draw), and what the watchdog saw, read
+from its records' fields."""
 
+import asyncio
 import dataclasses
+import logging
 import socket
 import threading
 import time
+from contextlib import ExitStack
 
 import httpx
 import pytest
 
 from scripts.toolkit.measure.held_series import NO_ANSWER_S, peaks, record_tick_s, watching_in_thread
-from scripts.toolkit.measure.rates import GAUGES, interval_figures, lag_between, read_scrape
+from scripts.toolkit.measure.rates import GAUGES, interval_figures, lag_between, read_scrape, watchdog_lines
 from scripts.toolkit.processes import free_port
 from scripts.toolkit.reports.held_chart import draw_held
+from scripts.toolkit.running.apis import WatchdogRecords
+from scripts.toolkit.running.stack import Stack
+from ticket_api.instruments.watchdog import LoopWatchdog
 
 LAG = "ticket_api_event_loop_lag_seconds"
 BOUNDS = ("0.001", "0.005", "0.01", "1.0", "2.5", "+Inf")
@@ -152,3 +159,55 @@ def test_a_recording_keeps_its_peaks_and_draws_them_with_the_silence_shaded(tmp_
 @pytest.mark.timing
 def test_a_faster_simulator_is_recorded_more_often_down_to_a_tenth_of_a_second():
     assert (record_tick_s(1), record_tick_s(0.5), record_tick_s(0.05), record_tick_s(3)) == (0.5, 0.25, 0.1, 0.5)
+
+
+async def blocks_the_loop(seconds: float) -> None:
+    time.sleep(seconds)  # the blocking call the watchdog names
+
+
+def test_the_watchdogs_fields_of_a_window_are_read_back_as_values_beside_its_unchanged_line(tmp_path):
+    log = tmp_path / "api.log"
+    watchdog_logger = logging.getLogger("ticket_api.watchdog")
+
+    async def blocked(times: list[float]) -> None:
+        watchdog = LoopWatchdog(100)
+        watchdog.start()
+        for seconds in times:
+            await asyncio.sleep(0.1)
+            await blocks_the_loop(seconds)
+        await watchdog.stop()
+
+    with open(log, "w") as stream:
+        handler = WatchdogRecords(stream)
+        watchdog_logger.addHandler(handler)
+        try:
+            asyncio.run(blocked([0.5]))  # before the window
+            stream.flush()
+            start = log.stat().st_size
+            watchdog_logger.warning("a line without the watchdog's fields")
+            asyncio.run(blocked([0.3, 0.6]))
+        finally:
+            watchdog_logger.removeHandler(handler)
+    found = watchdog_lines(log, start, log.stat().st_size)
+    assert found["lines"] == 2 and found["longest_ms"] >= 100, found  # once a stall, as it passes the threshold
+    assert (
+        found["most_named"].startswith("tests/lab/tools/test_watcher.py:")
+        and "time.sleep(seconds)" in found["most_named"]
+    )
+
+
+def test_an_api_the_lab_starts_hands_over_the_watchdogs_fields_and_still_logs_its_line(database_url, tmp_path):
+    with ExitStack() as resources:
+        stack = Stack(resources, speed=0.2, log_dir=tmp_path)
+        stack.dsn = database_url
+        with stack.api("blocking", env={"LOOP_WATCHDOG_MS": "100"}) as api:
+            start = api.log_path.stat().st_size
+            ticket = {"customer_id": 1, "subject": "s", "body": "b"}
+            assert httpx.post(f"{api.url}/v1/tickets", json=ticket, timeout=30).status_code == 201
+            time.sleep(0.2)  # the watchdog's thread looks every 50 ms
+            end = api.log_path.stat().st_size
+    found = watchdog_lines(api.log_path, start, end)
+    lines = [line for line in api.log_path.read_text().splitlines() if "event loop blocked for" in line]
+    assert found["lines"] == len(lines) >= 1 and found["longest_ms"] >= 100
+    assert all(line.startswith("WARNING ticket_api.watchdog: event loop blocked for ") for line in lines)
+    assert found["most_named"].startswith("ticket_api/intake.py:")  # blocking mode's do_ai_work, as the lesson says

@@ -23,6 +23,8 @@ def run(main: Callable[[], int | None]) -> NoReturn:
     SIGTERM acts like Ctrl+C, so every `finally` runs and stops the processes the command started.
     """
     signal.signal(signal.SIGTERM, _interrupt)
+    if sys.platform == "win32":
+        signal.signal(signal.SIGBREAK, _interrupt)  # Ctrl+Break: what the lab's runners stop a command with there
     try:
         code = main()
     except (CommandError, StartupError) as exc:

@@ -1,8 +1,10 @@
-"""The lab's database: create the schema and load a data set, its status, and throwaway databases (tests)."""
+"""The lab's database: PostgreSQL started, the schema created and a data set loaded, its status, and throwaway
+databases (tests)."""
 
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import psycopg
 from psycopg.conninfo import make_conninfo
@@ -29,6 +31,26 @@ RESULT_COLUMNS = (
     "embed_ms",
     "created_at",
 )
+
+
+@contextmanager
+def postgres_server(
+    database_url: str | None = None, pgdata: Path | None = None, keep_running: bool = False
+) -> Iterator[str]:
+    """PostgreSQL for the length of the block, its DSN: `database_url`'s server, else the embedded one in `pgdata`
+    (.lab/pgdata by default), started if it is not running; after the block it stops, unless another process uses
+    it or it is to keep running (`python -m scripts.db start`: until `python -m scripts.db stop`)."""
+    if database_url:
+        yield database_url
+        return
+    # Only the embedded way needs the package.
+    from ticket_api.instruments.embedded import PGDATA, embedded_dsn, release_embedded
+
+    pgdata = pgdata or PGDATA
+    try:
+        yield embedded_dsn(pgdata, keep_running)
+    finally:
+        release_embedded(pgdata)
 
 
 def apply_schema(conn: psycopg.Connection) -> None:

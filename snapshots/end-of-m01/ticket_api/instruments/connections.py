@@ -2,7 +2,8 @@
 without the password (busy or down), and the pool's check of a connection before it lends it."""
 
 import logging
-import selectors
+import select
+import sys
 import time
 from typing import Any
 
@@ -148,7 +149,10 @@ def check_if_server_wrote(conn: psycopg.Connection[Any]) -> None:
 
 
 def server_wrote(conn: psycopg.Connection[Any]) -> bool:
-    """Whether the connection has something to read now, without waiting (any descriptor, past 1,023 too)."""
-    with selectors.DefaultSelector() as selector:
-        selector.register(conn, selectors.EVENT_READ)
-        return bool(selector.select(timeout=0))
+    """Whether the connection has something to read now, without waiting."""
+    if sys.platform == "win32":
+        return bool(select.select([conn], [], [], 0)[0])  # on Windows, select() takes sockets of any number
+    # poll(), one system call; select() refuses a descriptor numbered past 1,023, as a busy API's are.
+    poller = select.poll()
+    poller.register(conn, select.POLLIN)
+    return bool(poller.poll(0))

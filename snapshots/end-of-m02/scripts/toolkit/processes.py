@@ -5,24 +5,25 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO, Any
 
+import psutil
 import uvicorn
 
 from scripts.toolkit.cli import PROJECT_ROOT, CommandError
 
 # Popen options that give a process a group of its own: stopping it stops its children (uvicorn
 # workers), and the terminal's Ctrl+C reaches only us, so we stop it in order.
-OWN_GROUP: dict[str, Any] = (
-    {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}
-    if os.name == "nt"
-    else {"start_new_session": True}
-)
+if sys.platform == "win32":
+    OWN_GROUP: dict[str, Any] = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
+else:
+    OWN_GROUP: dict[str, Any] = {"start_new_session": True}
 
 
 def free_port() -> int:
@@ -37,8 +38,10 @@ def bind(port: int) -> socket.socket:
     # IPPROTO_TCP, not socket()'s 0: asyncio turns Nagle's algorithm off (TCP_NODELAY) only on a socket that says
     # TCP, and with it on, an answer written in two parts waits for the client's delayed ACK (40 ms on Linux).
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    # As uvicorn does: a port whose last server has just stopped (connections in TIME_WAIT) is free.
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # As uvicorn does: a port whose last server has just stopped (connections in TIME_WAIT) is free. Not on Windows,
+    # where that is so anyway and the option would let this socket share a port another one listens on.
+    if sys.platform != "win32":
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind(("127.0.0.1", port))
     except OSError:
@@ -76,16 +79,32 @@ def stop_process(process: subprocess.Popen, timeout_s: float = 35, graceful: boo
             if process.poll() is not None:
                 break
             try:
-                if os.name == "nt":  # no process groups to signal: the process itself
-                    process.terminate() if term else process.kill()
-                else:
-                    os.killpg(process.pid, signal.SIGTERM if term else signal.SIGKILL)
+                _signal_group(process, term)
                 process.wait(timeout_s)
-            except ProcessLookupError:
+            except (ProcessLookupError, psutil.NoSuchProcess):
                 break
             except subprocess.TimeoutExpired:
                 continue
         return process.wait()
+
+
+def _signal_group(process: subprocess.Popen, term: bool) -> None:
+    """SIGTERM (`term`) or SIGKILL to the group of a process started with OWN_GROUP.
+
+    Windows has neither: Ctrl+Break goes to the group instead (uvicorn stops gracefully on it, as on SIGTERM), and
+    a kill to the process and every process under it.
+    """
+    if sys.platform == "win32":
+        if term:
+            with suppress(OSError):  # it fails where the process shares no console with us: killed instead
+                process.send_signal(signal.CTRL_BREAK_EVENT)
+                return
+        for child in psutil.Process(process.pid).children(recursive=True):
+            with suppress(psutil.NoSuchProcess):
+                child.kill()
+        process.kill()
+    else:
+        os.killpg(process.pid, signal.SIGTERM if term else signal.SIGKILL)
 
 
 @contextmanager

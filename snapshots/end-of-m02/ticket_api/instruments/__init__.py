@@ -17,6 +17,7 @@
 """
 
 import gc
+from collections.abc import Awaitable
 from dataclasses import dataclass
 
 from fastapi import FastAPI
@@ -70,10 +71,13 @@ class Lifetime:
         self.instruments = instruments
         self.metrics = metrics
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "lifespan":
-            await self.app(scope, receive, send)
-            return
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        # A request goes straight to the app, with no frame of this middleware in its await chain: each time a waiting
+        # request resumes, every frame of that chain runs again.
+        return self.lifespan(scope, receive, send) if scope["type"] == "lifespan" else self.app(scope, receive, send)
+
+    async def lifespan(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The app's lifespan, the instruments started after its start-up and stopped after its shut-down."""
         configure_logging()
         watchdog = None
 

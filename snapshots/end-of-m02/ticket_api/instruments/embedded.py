@@ -9,6 +9,7 @@ named for what it works around; the lab's tests fail if the package changes them
 
 import os
 import subprocess
+import sys
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -123,7 +124,7 @@ def _alive(pid: int | None) -> bool:
 
 
 def _server_user() -> str | None:
-    return "embedded_postgres" if os.name != "nt" and os.geteuid() == 0 else None
+    return "embedded_postgres" if sys.platform != "win32" and os.geteuid() == 0 else None
 
 
 def _last_log_line(pgdata: Path) -> str:
