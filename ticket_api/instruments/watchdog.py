@@ -26,8 +26,8 @@ def event_loop_name() -> str:
     return type(asyncio.get_running_loop()).__module__.split(".")[0]
 
 
-def announce_event_loop() -> str:
-    """Log which event loop runs the API ("asyncio" or "uvloop"), with a warning on uvloop; returns its name."""
+def announce_event_loop() -> None:
+    """Log which event loop runs the API ("asyncio" or "uvloop"), with a warning on uvloop."""
     name = event_loop_name()
     log.info("event loop: %s (%s)", name, type(asyncio.get_running_loop()).__name__)
     if name == "uvloop":
@@ -38,7 +38,6 @@ def announce_event_loop() -> str:
             "asyncio's own loop. To match them: python -m pip uninstall -y uvloop (uvicorn and fastapi dev "
             "then use asyncio's loop), or start the API with uvicorn ticket_api.main:app --loop asyncio"
         )
-    return name
 
 
 class LoopWatchdog:

@@ -18,6 +18,7 @@ from ticket_api.instruments.startup import hide_password
 log = logging.getLogger("ticket_api")
 CONNECT_TIMEOUT_S = 5
 CHECK_EVERY_S = 1.0
+UNAVAILABLE = "the database is unavailable"  # 503 db_unavailable: nothing of the server; the cause goes to the log
 # PostgreSQL's words for a connection refused for want of a slot: every one taken; all but superusers' (a role
 # without SUPERUSER: "... reserved for non-replication superuser connections" up to 15, "... for roles with the
 # SUPERUSER attribute" or "... with privileges of the pg_use_reserved_connections role" from 16).
@@ -77,11 +78,13 @@ class BusyOrDown:
                 self.down_because = None if self.full(exc) else one_line(exc, self.dsn)
         if self.down_because is None:
             return DatabaseBusy(self.busy)
-        return unavailable(self.down_because)
+        return DatabaseUnavailable(UNAVAILABLE, cause=self.down_because)
 
     def refused(self, exc: psycopg.OperationalError) -> DatabaseBusy | DatabaseUnavailable:
         """The error that a connection PostgreSQL refused is: 503 db_busy when it is full, else db_unavailable."""
-        return DatabaseBusy(self.busy) if self.full(exc) else unavailable(one_line(exc, self.dsn))
+        if self.full(exc):
+            return DatabaseBusy(self.busy)
+        return DatabaseUnavailable(UNAVAILABLE, cause=one_line(exc, self.dsn))
 
     def full(self, exc: psycopg.OperationalError) -> bool:
         """Whether PostgreSQL refused for want of a free connection; if so, one line (at most one a second, however
@@ -111,11 +114,6 @@ def refused_for_too_many_clients(exc: psycopg.OperationalError) -> bool:
     The lab's tests fail if PostgreSQL or psycopg change it.
     """
     return any(words in str(exc) for words in TOO_MANY_CLIENTS)
-
-
-def unavailable(cause: str) -> DatabaseUnavailable:
-    """503 db_unavailable: nothing of the server for the client; the cause goes to the API's log."""
-    return DatabaseUnavailable("the database is unavailable", cause=cause)
 
 
 def shown_dsn(dsn: str) -> str:

@@ -15,7 +15,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from starlette.types import Scope
 
 from ticket_api.instruments.watchdog import event_loop_name
-from ticket_api.instruments.workers import counted_together, forget_stopped_servers, several_workers
+from ticket_api.instruments.workers import SHARED, forget_stopped_servers, several_workers
 
 INFO_LABELS = ["db_pool_max_size", "event_loop", "intake_mode", "thread_limit"]
 LAG_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -37,10 +37,8 @@ class Metrics:
     def __init__(self, app_state) -> None:
         self.state = app_state
         self.registry = CollectorRegistry(auto_describe=True)
-        self.together = counted_together()
-        # The loop's lag is labelled with the pid where there are several workers (one worker's lag is not
-        # another's): in a worker, whether there are others is known at start(); a process of its own is alone.
-        self.loop_lag = None if self.together else self._lag(by_pid=False)
+        self.together = SHARED in os.environ  # this process counts in a folder its server's processes share
+        self.loop_lag: Histogram | None = None  # made at start(): whether a worker has others is known only then
         self.tickets = self._counter("tickets", "POST /v1/tickets answers by outcome: created, or the error code.")
         self.provider_calls = self._counter("provider_calls", "Calls to the AI provider made for requests.")
         self.db_lent = self._counter("db_pool_lent", "DB connections lent by the pool so far.")
@@ -131,8 +129,10 @@ class Metrics:
         pool = str(settings.db_pool_max_size) if settings.db_pool else "off"
         mode = getattr(settings, "intake_mode", "thread")
         self.how.labels(pool, event_loop_name(), mode, str(settings.thread_limit)).set(1)
-        if self.together and self.loop_lag is None:
-            self.loop_lag = self._lag(by_pid=several_workers())
+        if self.loop_lag is None:
+            # Labelled with the pid where there are several workers: one worker's lag is not another's.
+            self.loop_lag = self._lag(by_pid=self.together and several_workers())
+        if self.together:
             forget_stopped_servers()
 
     def stop(self) -> None:

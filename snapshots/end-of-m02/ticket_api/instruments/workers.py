@@ -30,11 +30,6 @@ def share_metrics() -> None:
     os.environ[SHARED] = str(folder)
 
 
-def counted_together() -> bool:
-    """Whether this process counts its metrics in a folder its server's processes share."""
-    return SHARED in os.environ
-
-
 @functools.cache
 def several_workers() -> bool:
     """Whether this process is one of several workers of one server; under a reloader (`fastapi dev`) it is the
@@ -47,15 +42,11 @@ def several_workers() -> bool:
     # resource tracker of multiprocessing, has another.
     try:
         me = psutil.Process().cmdline()
-        workers = [child for child in psutil.Process(supervisor.pid).children() if like(child.cmdline(), me)]
+        siblings = [child.cmdline() for child in psutil.Process(supervisor.pid).children()]
     except psutil.Error:
         return False
-    return len(workers) > 1
-
-
-def like(command: list[str], other: list[str]) -> bool:
-    """Whether two command lines start the same program in the same way (the same first and last words)."""
-    return command[:1] == other[:1] and command[-1:] == other[-1:]
+    # Alike: the same program, started the same way (the same first and last words).
+    return sum(command[:1] == me[:1] and command[-1:] == me[-1:] for command in siblings) > 1
 
 
 def application_name() -> str:
