@@ -40,10 +40,10 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from scripts.client_apps import CLIENTS, WITHOUT
+from scripts.client_apps import CLIENTS, INSTRUMENTS, WITHOUT
 from scripts.reference_api import OPTIONS
 from scripts.toolkit.cli import PROJECT_ROOT, command_parser, progress, run
-from scripts.toolkit.commands.options import Clock, output_folder, parse_levels, positive_int
+from scripts.toolkit.commands.options import Clock, one_or_more_of, output_folder, parse_levels, positive_int
 from scripts.toolkit.load import wrk
 from scripts.toolkit.load.levels import (
     Level,
@@ -86,7 +86,7 @@ def main() -> int:
         levels += two_processes_and_thread(stack, args, folder, ticket_s)
     pace.append(pace_ms())
     verdicts = judged(levels)
-    table = report(levels, recorded_ms, alone, args.loop, pace, verdicts, options, shares)
+    table = report(levels, recorded_ms, alone, args.loop, pace, verdicts, options, shares, args.bare_off)
     result = {
         "machine": machine(),
         "loop": args.loop,
@@ -97,6 +97,7 @@ def main() -> int:
         "levels": [as_json(lv) for lv in levels],
         "options": {option: [as_json(lv) for lv in pair] for option, pair in options.items()},
         "instrument_shares": shares,
+        "bare_off": args.bare_off,
         "verdicts": [asdict(verdict) for verdict in verdicts],
         "measured_at": time.strftime("%Y-%m-%d %H:%M"),
     }
@@ -177,7 +178,7 @@ def apps_beside(stack: Stack, args: argparse.Namespace, folder: Path, workers: i
     with ExitStack() as running:
         bare = reference = None
         if set(args.bare_users) & set(levels):
-            env = {"DATABASE_URL": stack.dsn, "INTAKE_MODE": "async", WITHOUT: "all"}
+            env = {"DATABASE_URL": stack.dsn, "INTAKE_MODE": "async", WITHOUT: ",".join(args.bare_off)}
             bare_app = api_service(
                 stack.provider_url,
                 env=env,
@@ -250,6 +251,13 @@ def parser() -> argparse.ArgumentParser:
         "--bare-users",
         [256, 512],
         "async levels where the API without instruments runs in turn with it (1 and 2 procs)",
+    )
+    parser.add_argument(
+        "--bare-off",
+        type=one_or_more_of(INSTRUMENTS),
+        default=INSTRUMENTS,
+        help="the instruments the bare API leaves out (default: every one): "
+        f"{','.join(INSTRUMENTS)}; gc_settings alone, say, measures what that one saves",
     )
     levels_option("--reference-users", [256, 512], "async levels where the reference app runs in turn with the API")
     parser.add_argument(

@@ -19,8 +19,12 @@ TARGETS = {8: 0.95, 32: 0.95, 128: 0.95}  # async, one API process: tickets/s ÷
 CPU_PACED = "CPU per ticket (loop + threads), over the simulator's"
 BARE_USERS = 512  # where the API is judged against itself without instruments, on one process and on two
 BARE_AT_LEAST, BARE_AT_MOST = 0.97, 1.03  # tickets/s at least, CPU per ticket at most, of the bare API's
-REFERENCE_AT_LEAST = {256: 0.97, 512: 0.95}  # users: tickets/s at least, of the reference's
-REFERENCE_AT_MOST = {CPU_PACED: 1.10}  # at 256 and 512 users
+# The reference is the plain app (psycopg_pool's defaults): where the CPU binds, at 512 users, the API's tickets/s at
+# least 0.95 of its, its CPU per ticket at most 1.10 of its; at 256 users, below the wall, its tickets/s at least 0.97
+# and its /health p99 at most 1.5 of its (the CPU there is reported: the pool's check, which the reference does not
+# make, is part of it).
+REFERENCE_AT_LEAST = {256: 0.97, 512: 0.95}  # users: tickets/s
+REFERENCE_CPU_USERS, REFERENCE_AT_MOST = 512, 1.10
 HEALTH_USERS, HEALTH_AT_MOST = 256, 1.5  # /health p99 at most, of the reference's
 WRK_AGREEMENT = {256: 0.05, 512: 0.10}  # users: how far wrk's fraction of the limit may lie from the bench's
 GENERATOR_SHARE, GENERATOR_USERS = 0.10, 512  # the generator's CPU per ticket, at most this share of the API's
@@ -84,8 +88,8 @@ def judged(levels: list[Level]) -> list[Verdict]:
             )
     for lab, reference in pairs(levels, "reference"):
         if lab.users in REFERENCE_AT_LEAST:
-            at_least, at_most = REFERENCE_AT_LEAST[lab.users], REFERENCE_AT_MOST[CPU_PACED]
-            verdicts += ratios(lab, reference, "the reference's", at_least, at_most)
+            at_most = REFERENCE_AT_MOST if lab.users == REFERENCE_CPU_USERS else None
+            verdicts += ratios(lab, reference, "the reference's", REFERENCE_AT_LEAST[lab.users], at_most)
             if lab.users == HEALTH_USERS:
                 ratio = lab.health_p99_ms / reference.health_p99_ms
                 what = f"/health p99 at {lab.users} users <= {HEALTH_AT_MOST} x the reference's"
@@ -101,15 +105,15 @@ def judged(levels: list[Level]) -> list[Verdict]:
     return verdicts
 
 
-def ratios(lab: Level, other: Level, whose: str, at_least: float, at_most: float) -> list[Verdict]:
+def ratios(lab: Level, other: Level, whose: str, at_least: float, at_most: float | None) -> list[Verdict]:
     """The API's tickets/s at least, and its CPU per ticket (over the simulator's) at most, so many times `whose`."""
     figures = beside(lab, other)
     speed, cpu = (figures["tickets/s"][0] / figures["tickets/s"][1], figures[CPU_PACED][0] / figures[CPU_PACED][1])
     at = f"at {lab.users} users"
-    return [
-        Verdict(f"tickets/s {at} >= {at_least} x {whose}", speed >= at_least, f"{speed:.3f}"),
-        Verdict(f"{CPU_PACED} {at} <= {at_most} x {whose}", cpu <= at_most, f"{cpu:.3f}"),
-    ]
+    judged = [Verdict(f"tickets/s {at} >= {at_least} x {whose}", speed >= at_least, f"{speed:.3f}")]
+    if at_most is not None:
+        judged.append(Verdict(f"{CPU_PACED} {at} <= {at_most} x {whose}", cpu <= at_most, f"{cpu:.3f}"))
+    return judged
 
 
 def report(
@@ -121,11 +125,12 @@ def report(
     verdicts: list[Verdict],
     options: dict[str, tuple[Level, Level]] | None = None,
     shares: dict[str, float] | None = None,
+    bare_off: list[str] | None = None,
 ) -> str:
     """Every section of the report, then the targets."""
     sections = [
         levels_section(levels, recorded_ms, alone, loop),
-        beside_section(levels),
+        beside_section(levels, bare_off or []),
         shares_section(shares or {}),
         options_section(options or {}),
         "the machine's pace (a fixed piece of Python work, the fastest of 7 rounds, ms of CPU; lower is faster): "
@@ -173,11 +178,14 @@ def levels_section(levels: list[Level], recorded_ms: dict[str, float], alone: tu
     )
 
 
-def beside_section(levels: list[Level]) -> str:
-    """The API beside itself without instruments, and beside the reference app, each in turn with it."""
+def beside_section(levels: list[Level], bare_off: list[str]) -> str:
+    """The API beside itself without (some of its) instruments, and beside the reference app, each in turn with it."""
     lines = []
     for app, says in (
-        ("bare", "the API beside itself without instruments (the same routes, modes and I/O; none plugged in)"),
+        (
+            "bare",
+            f"the API beside itself without instruments (the same routes, modes and I/O; off: {', '.join(bare_off)})",
+        ),
         ("reference", "the API beside the reference (scripts/reference_api.py: a ticket's same I/O, nothing else)"),
     ):
         rows = [(f"{lab.users} x{lab.api_processes}", lab, other) for lab, other in pairs(levels, app)]

@@ -48,21 +48,37 @@ def level(app: str, mean_ms: float, cpu_ms: float, health_p99_ms: float, simulat
     [
         (level("lab", 2300, 10.9, 44), []),
         (level("lab", 2400, 10.9, 44), ["tickets/s"]),  # 2300 / 2400 = 0.958 of the reference's tickets/s
-        (level("lab", 2300, 11.2, 44), ["CPU per ticket"]),
+        (level("lab", 2300, 11.2, 44), []),  # the CPU at 256 users is told, not judged: it is below the wall
         (level("lab", 2300, 10.9, 46), ["/health p99"]),
-        # The machine 20% slower in the API's windows than in the reference's: the simulator's CPU shows it.
-        (level("lab", 2300, 12.0, 44, simulator_ms=1.2), []),
-        (level("lab", 2300, 12.0, 44, simulator_ms=1.0), ["CPU per ticket"]),
     ],
 )
 def test_at_256_users_the_api_is_judged_against_the_reference_of_the_same_run(lab, failed):
     reference = level("reference", 2300, 10.0, 30)
     verdicts = judged([lab, reference])
-    assert len(verdicts) == 3
+    assert len(verdicts) == 2
     assert [verdict.target.split()[0] for verdict in verdicts if not verdict.passed] == [
         word.split()[0] for word in failed
     ]
     assert all_passed(verdicts) == (not failed)
+
+
+@pytest.mark.parametrize(
+    ("lab", "failed"),
+    [
+        (level("lab", 2300, 10.9, 44), []),
+        (level("lab", 2450, 10.9, 44), ["tickets/s"]),  # 2300 / 2450 = 0.939 of the reference's tickets/s
+        (level("lab", 2300, 11.2, 44), ["CPU per ticket"]),
+        # The machine 20% slower in the API's windows than in the reference's: the simulator's CPU shows it.
+        (level("lab", 2300, 12.0, 44, simulator_ms=1.2), []),
+        (level("lab", 2300, 12.0, 44, simulator_ms=1.0), ["CPU per ticket"]),
+    ],
+)
+def test_at_512_users_the_api_is_judged_against_the_plain_reference_where_the_cpu_binds(lab, failed):
+    reference = replace(level("reference", 2300, 10.0, 30), users=512)
+    verdicts = judged([replace(lab, users=512), reference])
+    assert [verdict.target.split()[0] for verdict in verdicts if not verdict.passed] == [
+        word.split()[0] for word in failed
+    ]
 
 
 @pytest.mark.parametrize(
