@@ -43,7 +43,17 @@ from pathlib import Path
 from scripts.client_apps import CLIENTS, INSTRUMENTS, WITHOUT
 from scripts.reference_api import OPTIONS
 from scripts.toolkit.cli import PROJECT_ROOT, command_parser, progress, run
-from scripts.toolkit.commands.options import Clock, one_or_more_of, output_folder, parse_levels, positive_int
+from scripts.toolkit.commands.options import (
+    Clock,
+    add_duration,
+    add_json,
+    add_loop,
+    add_out,
+    one_or_more_of,
+    output_folder,
+    parse_levels,
+    positive_int,
+)
 from scripts.toolkit.load import wrk
 from scripts.toolkit.load.levels import (
     Level,
@@ -61,7 +71,7 @@ from scripts.toolkit.measure.profile import instrument_shares
 from scripts.toolkit.reports.bench_report import all_passed, judged, machine, report
 from scripts.toolkit.running.apis import api as api_service
 from scripts.toolkit.running.apis import started
-from scripts.toolkit.running.stack import Stack, event_loop, running_stack
+from scripts.toolkit.running.stack import Stack, running_stack
 from scripts.toolkit.services import Service
 
 OPTIONS_USERS = 256
@@ -275,7 +285,7 @@ def parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--thread-users", type=int, default=128, help="the thread-mode level (0: skip)")
     levels_option("--wrk-users", [256, 512], "async levels that wrk drives too, where it is installed")
-    parser.add_argument("--duration", type=float, default=30, help="seconds measured per level (default %(default)s)")
+    add_duration(parser, 30, "per level")
     parser.add_argument(
         "--alone", type=float, default=20, help="seconds of the 2-user run, one ticket alone (default %(default)s)"
     )
@@ -285,19 +295,14 @@ def parser() -> argparse.ArgumentParser:
         default="aiohttp",
         help="the async client under the API's provider.acall, of scripts/client_apps.py (default %(default)s)",
     )
-    parser.add_argument(
-        "--loop",
-        type=event_loop,
-        default="asyncio",
-        help="the event loop of the API and of the load generator: asyncio (default) or uvloop",
-    )
+    add_loop(parser, "the API and of the load generator")
     parser.add_argument(
         "--profile",
         action="store_true",
         help="sample the API with py-spy at the last async level; print its busiest functions",
     )
-    parser.add_argument("--out", help="folder for bench.json (default .lab/bench-DATE-TIME)")
-    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    add_out(parser, "bench", "bench.json and the logs")
+    add_json(parser)
     return parser
 
 

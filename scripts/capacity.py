@@ -16,10 +16,16 @@ from pathlib import Path
 from scripts.toolkit.cli import command_parser, progress, run
 from scripts.toolkit.commands.options import (
     Clock,
+    add_duration,
+    add_json,
+    add_loop,
+    add_out,
+    add_passes,
+    add_speed,
+    add_workers,
     non_negative_int,
     output_folder,
     parse_levels,
-    positive_float,
     positive_int,
 )
 from scripts.toolkit.load.closed_loop import SATURATED_CPU_SHARE
@@ -30,7 +36,7 @@ from scripts.toolkit.measure.held_series import recorded_in_thread
 from scripts.toolkit.reports import charts
 from scripts.toolkit.reports.capacity_table import median_rows, render, write_files
 from scripts.toolkit.reports.held_chart import describe_peaks
-from scripts.toolkit.running.stack import EXIT_CODES, Stack, add_modes_argument, event_loop, running_stack
+from scripts.toolkit.running.stack import EXIT_CODES, Stack, add_modes_argument, running_stack
 
 
 def measure_modes(stack: Stack, args: argparse.Namespace, folder: Path, clock: Clock) -> list[dict]:
@@ -41,8 +47,8 @@ def measure_modes(stack: Stack, args: argparse.Namespace, folder: Path, clock: C
     runs = []
     (folder / "locust").mkdir(exist_ok=True)
     for mode in args.modes:
-        progress(f"[{clock}] {mode}: starting the simulator and the API ({args.api_workers} process(es))")
-        with stack.api(mode, workers=args.api_workers, loop=args.loop) as api:
+        progress(f"[{clock}] {mode}: starting the simulator and the API ({args.workers} process(es))")
+        with stack.api(mode, workers=args.workers, loop=args.loop) as api:
             for users in args.users:
                 for number in range(1, args.passes + 1):
                     label = f"{mode}, {users} users, pass {number}/{args.passes}"
@@ -54,7 +60,7 @@ def measure_modes(stack: Stack, args: argparse.Namespace, folder: Path, clock: C
                             api.url,
                             users,
                             args.duration,
-                            args.workers,
+                            args.locust_processes,
                             str(folder / "locust" / f"{mode}-{users}u-{number}"),
                         )
                         # before the recording's last ticks: the run's CPU and time are Locust's alone
@@ -90,7 +96,7 @@ def measure_modes(stack: Stack, args: argparse.Namespace, folder: Path, clock: C
                     if (figures["locust_cpu_share"] or 0.0) >= SATURATED_CPU_SHARE:  # None on Windows: not counted
                         progress(
                             f"warning: Locust used {figures['locust_cpu_share']:.0%} of a core per process: "
-                            "it may be the limit; add --workers N"
+                            "it may be the limit; add --locust-processes N"
                         )
     return runs
 
@@ -100,30 +106,21 @@ def main(argv: list[str] | None = None) -> int:
     parser = command_parser("python -m scripts.capacity", __doc__.splitlines()[0], EXIT_CODES)
     add_modes_argument(parser, ["thread", "blocking", "async"])
     parser.add_argument("--users", type=parse_levels, default=[8], help="Locust users; 8,32,128 sweeps (default 8)")
-    parser.add_argument("--duration", type=positive_int, default=40, help="seconds of load per run (default 40)")
-    parser.add_argument("--passes", type=positive_int, default=1, help="runs per mode and users; medians (default 1)")
-    parser.add_argument(
-        "--api-workers",
-        type=positive_int,
-        default=1,
-        help="processes of the API (uvicorn --workers), for horizontal scaling; its /metrics and its CPU are every "
-        "worker's (default 1)",
+    add_duration(parser, 40, "per run, of Locust's load", kind=positive_int)
+    add_passes(parser, 1, "per mode and users; the rows show medians")
+    add_workers(
+        parser, also=("--api-workers",), note=", for horizontal scaling; its /metrics and CPU are every worker's"
     )
     parser.add_argument(
-        "--workers",
+        "--locust-processes",
         type=non_negative_int,
         default=0,
         help="Locust worker processes under one master, for loads one process can't make (default 0)",
     )
-    parser.add_argument("--speed", type=positive_float, default=1.0, help="the simulator's speed (default 1)")
-    parser.add_argument(
-        "--loop",
-        type=event_loop,
-        default="asyncio",
-        help="the API's event loop: asyncio (the course's, default) or uvloop",
-    )
-    parser.add_argument("--out", help="output folder (default .lab/capacity-DATE-TIME)")
-    parser.add_argument("--json", action="store_true", help="print the rows as JSON instead of the table")
+    add_speed(parser, 1.0)
+    add_loop(parser)
+    add_out(parser, "capacity")
+    add_json(parser, "the rows and runs")
     parser.add_argument(
         "--no-held",
         dest="held",

@@ -27,7 +27,7 @@ from scripts.toolkit.check.lesson_checks import lesson_checks  # noqa: E402
 from scripts.toolkit.check.report import CHECK_EXIT_CODES, as_json, as_text, exit_code  # noqa: E402
 from scripts.toolkit.check.student_project import default_lesson  # noqa: E402
 from scripts.toolkit.cli import PROJECT_ROOT, CommandError, command_parser, progress, run  # noqa: E402
-from scripts.toolkit.commands.options import Clock  # noqa: E402
+from scripts.toolkit.commands.options import Clock, add_json  # noqa: E402
 from scripts.toolkit.lessons.spec import find_lesson, load_lessons  # noqa: E402
 
 
@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--only", action="append", metavar="NAME", help="one check, and the checks it needs")
     parser.add_argument("--list", action="store_true", help="list the lesson's checks and their names, then stop")
-    parser.add_argument("--json", action="store_true", help="every check as JSON")
+    add_json(parser, "every check")
     args = parser.parse_args(argv)
 
     project = Path(args.project).resolve()

@@ -25,7 +25,7 @@ import httpx
 
 from scripts.client_apps import CLIENTS
 from scripts.toolkit.cli import CommandError, command_parser, progress, run
-from scripts.toolkit.commands.options import Clock, output_folder, parse_levels
+from scripts.toolkit.commands.options import Clock, add_duration, add_json, add_out, output_folder, parse_levels
 from scripts.toolkit.load.levels import measure, recorded_ticket_ms
 from scripts.toolkit.measure.cpu import processes_by_role
 from scripts.toolkit.measure.rates import lag_between, watchdog_lines
@@ -122,9 +122,9 @@ def main() -> int:
     parser.add_argument(
         "--clients", default=",".join(CLIENTS), help="the clients, of scripts/client_apps.py (default %(default)s)"
     )
-    parser.add_argument("--duration", type=float, default=30, help="seconds measured per level (default 30)")
-    parser.add_argument("--out", help="folder for the figures (default .lab/client-cpu-DATE-TIME)")
-    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    add_duration(parser, 30, "per level")
+    add_out(parser, "client-cpu", "the figures, the chart and the logs")
+    add_json(parser)
     args = parser.parse_args()
     clients = [name.strip() for name in args.clients.split(",") if name.strip()]
     if not clients or set(clients) - set(CLIENTS):

@@ -13,12 +13,21 @@ import json
 
 from scripts.stall import measure_stall
 from scripts.toolkit.cli import command_parser, progress, run
-from scripts.toolkit.commands.options import Clock, output_folder, positive_float, positive_int
+from scripts.toolkit.commands.options import (
+    Clock,
+    add_json,
+    add_loop,
+    add_out,
+    add_passes,
+    add_speed,
+    output_folder,
+    positive_float,
+)
 from scripts.toolkit.measure.held_series import recorded_in_thread
 from scripts.toolkit.reports import charts
 from scripts.toolkit.reports.compare_table import median_rows, render, shown_ms, write_files
 from scripts.toolkit.reports.held_chart import describe_peaks
-from scripts.toolkit.running.stack import EXIT_CODES, Stack, add_modes_argument, parse_loops, run_name, running_stack
+from scripts.toolkit.running.stack import EXIT_CODES, Stack, add_modes_argument, run_name, running_stack
 
 
 def measure_modes(stack: Stack, args: argparse.Namespace, clock: Clock) -> dict:
@@ -57,30 +66,17 @@ def main(argv: list[str] | None = None) -> int:
     """Parse the command line, run the comparison, print and write it; exit code 1 if a ticket failed."""
     parser = command_parser("python -m scripts.compare", __doc__.splitlines()[0], EXIT_CODES)
     add_modes_argument(parser, ["blocking", "async", "thread"])
-    parser.add_argument(
-        "--loop",
-        type=parse_loops,
-        default=["asyncio"],
-        help="the API's event loop: asyncio (the course's, default), uvloop, or asyncio,uvloop "
-        "for a row per mode and loop",
-    )
-    parser.add_argument(
-        "--passes", type=positive_int, default=1, help="runs per mode; the table shows medians (default 1)"
-    )
-    parser.add_argument(
-        "--speed",
-        type=positive_float,
-        default=1.0,
-        help="the simulator's speed: 0.05 for a quick check (default 1, as in the course)",
-    )
+    add_loop(parser, several=True)
+    add_passes(parser, 1, "per mode; the table shows medians")
+    add_speed(parser, 1.0, ": 0.05 for a quick check, 1 as in the course")
     parser.add_argument(
         "--interval",
         type=positive_float,
         help="seconds between /health probes (default 0.1 x speed, so the answers stay comparable)",
     )
     parser.add_argument("--seed", type=int, help="seed for the tickets' customers and texts (default: random)")
-    parser.add_argument("--out", help="output folder (default .lab/compare-DATE-TIME)")
-    parser.add_argument("--json", action="store_true", help="print the rows as JSON instead of the table")
+    add_out(parser, "compare")
+    add_json(parser, "the rows")
     parser.add_argument(
         "--no-held",
         dest="held",

@@ -36,6 +36,9 @@ from scripts.stall import measure_stall
 from scripts.toolkit.cli import CommandError, command_parser, progress, run
 from scripts.toolkit.commands.options import (
     Clock,
+    add_duration,
+    add_out,
+    add_passes,
     one_or_more_of,
     output_folder,
     parse_levels,
@@ -68,11 +71,11 @@ def main() -> int:
     parser.add_argument(
         "--users", type=parse_levels, default=[256, 512, 1024], help="io's users (default 256,512,1024)"
     )
-    parser.add_argument("--duration", type=positive_float, default=30, help="seconds per io window (default 30)")
-    parser.add_argument("--passes", type=positive_int, default=3, help="stall runs per mode and workers (default 3)")
+    add_duration(parser, 30, "per io window")
+    add_passes(parser, 3, "of the stall per mode and workers, each a row")
     parser.add_argument("--cpu-seconds", type=positive_float, default=15, help="seconds per cpu row (default 15)")
     parser.add_argument("--clients", type=positive_int, default=10, help="cpu's clients, as experiment 4 (default 10)")
-    parser.add_argument("--out", help="folder for kitchens.json and the logs (default .lab/kitchens-DATE-TIME)")
+    add_out(parser, "kitchens", "kitchens.json and the logs")
     args = parser.parse_args()
     if "cpu" in args.parts and not wrk.available():
         raise CommandError("the cpu part needs wrk (apt install wrk); leave it out with --parts io,stall")

@@ -22,7 +22,7 @@ import orjson
 from scripts.toolkit import services
 from scripts.toolkit.answers import Answer
 from scripts.toolkit.cli import command_parser, progress, run
-from scripts.toolkit.commands.options import positive_float
+from scripts.toolkit.commands.options import add_duration, add_json
 from scripts.toolkit.load.closed_loop import Load, closed_loop, sender, session
 from scripts.toolkit.load.levels import health_during
 from scripts.toolkit.measure.quantiles import most_at_once, quantile
@@ -147,8 +147,8 @@ def event_loop() -> str:
 def main() -> int:
     """Run the bench and print the figures with pass/fail."""
     parser = command_parser("python -m scripts.simulator_bench", __doc__, EXIT_CODES)
-    parser.add_argument("--duration", type=positive_float, default=5.0, help="seconds per phase and round (default 5)")
-    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    add_duration(parser, 5.0, "per phase and round")
+    add_json(parser)
     args = parser.parse_args()
     short = apis.raise_open_files_limit(2 * 1200 + 256)
     if short:

@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 from scripts.toolkit.cli import PROJECT_ROOT, CommandError, command_parser, progress, run
+from scripts.toolkit.commands.options import add_speed
 from scripts.toolkit.lessons.references import missing_references
 from scripts.toolkit.lessons.settings_readme import load_settings_class, with_settings_table
 from scripts.toolkit.lessons.snapshots_readme import render_readme
@@ -194,7 +195,7 @@ def main() -> int:
     parser = command_parser("python -m scripts.snapshots", __doc__)
     parser.add_argument("command", choices=["sync", "check"])
     parser.add_argument("--files-only", action="store_true", help="check: only (a), the file-level promises")
-    parser.add_argument("--speed", type=float, default=0.2, help="check: simulator speed for lesson commands")
+    add_speed(parser, 0.2, " of check's lesson commands")
     args = parser.parse_args()
     if args.command == "sync":
         changed = sync()

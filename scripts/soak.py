@@ -27,11 +27,19 @@ import httpx
 
 from scripts.toolkit import dataset
 from scripts.toolkit.cli import command_parser, progress, run
-from scripts.toolkit.commands.options import Clock, output_folder, positive_float, positive_int
+from scripts.toolkit.commands.options import (
+    Clock,
+    add_json,
+    add_out,
+    add_speed,
+    output_folder,
+    positive_float,
+    positive_int,
+)
 from scripts.toolkit.databases import create_lab_database, drop_database, postgres_server
 from scripts.toolkit.running.apis import STOP_TIMEOUT_S
 from scripts.toolkit.running.postgres import crash_postgres
-from scripts.toolkit.running.stack import Stack, lab_postgres, parse_modes, running_stack
+from scripts.toolkit.running.stack import Stack, add_modes_argument, lab_postgres, running_stack
 from scripts.toolkit.services import Service
 from scripts.toolkit.soak.audit import check_rows, make_tickets, summarize
 from scripts.toolkit.soak.faults import send_all
@@ -130,14 +138,8 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--tickets", type=positive_int, default=500, help="tickets per mode (default 500)")
     parser.add_argument("--users", type=positive_int, default=64, help="tickets in flight at once (default 64)")
-    parser.add_argument(
-        "--modes",
-        "--mode",
-        type=parse_modes,
-        default=["async"],
-        help="INTAKE_MODE values, separated by commas (default async)",
-    )
-    parser.add_argument("--speed", type=positive_float, default=0.2, help="the simulator's speed (default 0.2)")
+    add_modes_argument(parser, ["async"], also=("--mode",))
+    add_speed(parser, 0.2)
     parser.add_argument(
         "--error-rate", type=float, default=0.05, help="share of provider calls answered 500/503 (default 0.05)"
     )
@@ -164,8 +166,8 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
         "(an embedded server of the run's own, in the output folder), started again",
     )
     parser.add_argument("--seed", type=int, default=1, help="seed for the tickets and the faults (default 1)")
-    parser.add_argument("--out", help="folder for the logs (default .lab/soak-DATE-TIME)")
-    parser.add_argument("--json", action="store_true", help="print every figure as one JSON object")
+    add_out(parser, "soak", "the logs")
+    add_json(parser)
     args = parser.parse_args(argv)
     if not 0 <= args.error_rate + args.hang_rate <= 1 or min(args.error_rate, args.hang_rate, args.quota) < 0:
         parser.error("--error-rate and --hang-rate must be between 0 and 1 together, --quota at least 0")

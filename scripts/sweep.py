@@ -13,7 +13,7 @@ import json
 from scripts.experiments.knee import find_knee, render, sweep
 from scripts.experiments.runner import app_to_measure, parse_route_arguments, route_parser
 from scripts.toolkit.cli import progress, run
-from scripts.toolkit.commands.options import parse_levels, positive_float
+from scripts.toolkit.commands.options import add_duration, parse_levels
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
         default=[1, 8, 24, 64],
         help="comma-separated levels of requests in flight (default 1,8,24,64)",
     )
-    parser.add_argument("--duration", type=positive_float, default=5.0, help="seconds per level (default 5)")
+    add_duration(parser, 5.0, "per level")
     args = parse_route_arguments(parser, argv)
     levels = sorted(set(args.concurrency))
 

@@ -11,7 +11,7 @@ import json
 from scripts.experiments.cliff import find_cliff, measure_cliff, render
 from scripts.experiments.runner import served
 from scripts.toolkit.cli import command_parser, run
-from scripts.toolkit.commands.options import parse_levels, positive_int
+from scripts.toolkit.commands.options import add_json, parse_levels, positive_int
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--samples", type=positive_int, default=7, help="timings of the trivial route per level (default 7)"
     )
-    parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    add_json(parser)
     args = parser.parse_args(argv)
     if args.hold_ms > 10_000:
         parser.error("--hold-ms: at most 10000")

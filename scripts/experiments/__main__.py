@@ -12,7 +12,7 @@ import os
 from scripts.experiments.runner import APP
 from scripts.experiments.settings import DEFAULT_PROVIDER_URL, DEFAULT_THREAD_LIMIT, ExperimentSettings
 from scripts.toolkit.cli import CommandError, command_parser, progress, run
-from scripts.toolkit.commands.options import positive_int
+from scripts.toolkit.commands.options import add_workers, positive_int
 from scripts.toolkit.processes import check_port_free
 from scripts.toolkit.running.apis import uvicorn_command
 from scripts.toolkit.running.commands import running
@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
         default=DEFAULT_THREAD_LIMIT,
         help=f"tokens of AnyIO's thread pool, the one plain def routes use (default {DEFAULT_THREAD_LIMIT})",
     )
-    parser.add_argument("--workers", type=positive_int, default=1, help="uvicorn worker processes (default 1)")
+    add_workers(parser)
     parser.add_argument(
         "--provider-url",
         default=DEFAULT_PROVIDER_URL,

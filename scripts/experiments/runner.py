@@ -7,7 +7,7 @@ from contextlib import contextmanager
 
 from scripts.experiments.settings import DEFAULT_PROVIDER_URL, DEFAULT_THREAD_LIMIT, ExperimentSettings
 from scripts.toolkit.cli import command_parser, progress
-from scripts.toolkit.commands.options import positive_int, route_path
+from scripts.toolkit.commands.options import add_json, add_workers, positive_int, route_path
 from scripts.toolkit.processes import free_port
 from scripts.toolkit.running.apis import started, uvicorn_command
 from scripts.toolkit.running.stack import provider_url, running_stack
@@ -43,14 +43,12 @@ def parse_route_arguments(parser: argparse.ArgumentParser, argv: list[str] | Non
         type=positive_int,
         help=f"THREAD_LIMIT of the app it starts (default {DEFAULT_THREAD_LIMIT}, AnyIO's default)",
     )
-    parser.add_argument(
-        "--workers", type=positive_int, help="uvicorn worker processes of the app it starts (default 1)"
-    )
+    add_workers(parser, default=None)
     parser.add_argument(
         "--provider-url",
         help="the provider of the /upstream routes, ending in /v1 (default: a simulator it starts, quota off)",
     )
-    parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    add_json(parser)
     args = parser.parse_args(argv)
     given = [flag for flag in ("thread_limit", "workers", "provider_url") if getattr(args, flag) is not None]
     if args.url is not None and given:

@@ -8,13 +8,12 @@ on an error, on Ctrl+C and on SIGTERM (toolkit.cli.run makes it one).
 """
 
 import argparse
-import importlib.util
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from pathlib import Path
 
 from scripts.toolkit import services
-from scripts.toolkit.cli import PROJECT_ROOT, CommandError, progress
+from scripts.toolkit.cli import PROJECT_ROOT, progress
 from scripts.toolkit.commands.options import Clock, one_or_more_of
 from scripts.toolkit.databases import init, postgres_server
 from scripts.toolkit.running.apis import API_APP, STOP_TIMEOUT_S, api, output_since, started
@@ -23,7 +22,6 @@ from ticket_api.config import load_settings
 from ticket_api.instruments.connections import shown_dsn
 
 MODES = ("blocking", "async", "thread")  # INTAKE_MODE's values (Settings.intake_mode), in the course's order
-LOOPS = ("asyncio", "uvloop")  # asyncio's own loop is the course's; uvloop is the optional extra
 # The exit codes of the commands that start the whole lab and create tickets (compare, capacity).
 EXIT_CODES = (
     "Exit codes: 0 every ticket answered 201, 1 some did not, 2 a port is in use, a start-up failed or bad arguments."
@@ -185,10 +183,11 @@ def running_stack(
 parse_modes = one_or_more_of(MODES)  # `blocking,async,thread` as a list of INTAKE_MODE values (an argparse type)
 
 
-def add_modes_argument(parser: argparse.ArgumentParser, default: list[str]) -> None:
-    """--modes: the INTAKE_MODE values to run, in order (compare, capacity)."""
+def add_modes_argument(parser: argparse.ArgumentParser, default: list[str], also: tuple[str, ...] = ()) -> None:
+    """--modes: the INTAKE_MODE values to run, in order (compare, capacity, soak; `also`: other spellings)."""
     parser.add_argument(
         "--modes",
+        *also,
         type=parse_modes,
         default=default,
         help=f"INTAKE_MODE values in the order to run (default {','.join(default)})",
@@ -198,20 +197,3 @@ def add_modes_argument(parser: argparse.ArgumentParser, default: list[str]) -> N
 def run_name(mode: str, loop: str) -> str:
     """`blocking` on asyncio's loop (the default), `blocking-uvloop` on uvloop: for progress lines and file names."""
     return mode if loop == "asyncio" else f"{mode}-{loop}"
-
-
-def event_loop(text: str) -> str:
-    """`asyncio` or `uvloop` (an argparse type); uvloop must be installed, else CommandError (exit code 2)."""
-    if text not in LOOPS:
-        raise argparse.ArgumentTypeError(f"{text!r}: give {' or '.join(LOOPS)}")
-    if text == "uvloop" and importlib.util.find_spec("uvloop") is None:
-        raise CommandError('uvloop is not installed: python -m pip install -e ".[uvloop]" (macOS and Linux only)')
-    return text
-
-
-def parse_loops(text: str) -> list[str]:
-    """`asyncio,uvloop` as a list of event loops (an argparse type), each checked by event_loop()."""
-    loops = [event_loop(part.strip()) for part in text.split(",") if part.strip()]
-    if not loops:
-        raise argparse.ArgumentTypeError(f"{text!r}: give {' or '.join(LOOPS)}, or both separated by a comma")
-    return loops

@@ -206,7 +206,7 @@ def test_without_held_nothing_is_recorded_or_drawn(lab_database_url, tmp_path):
 def test_a_run_with_a_locust_worker_has_its_percentiles(lab_database_url, tmp_path):
     result = run_module(
         "scripts.capacity",
-        *("--modes", "async", "--users", "2", "--duration", "3", "--speed", "0.05", "--workers", "1"),
+        *("--modes", "async", "--users", "2", "--duration", "3", "--speed", "0.05", "--locust-processes", "1"),
         *("--no-held", "--json", "--out", str(tmp_path)),
         env={"DATABASE_URL": lab_database_url},
     )
