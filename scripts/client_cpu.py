@@ -16,7 +16,6 @@ the fraction of the physical limit, the mean ticket time, /health's p99, the eve
 """
 
 import json
-import threading
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -28,6 +27,7 @@ from scripts.toolkit.cli import CommandError, command_parser, progress, run
 from scripts.toolkit.commands.options import Clock, add_duration, add_json, add_out, output_folder, parse_levels
 from scripts.toolkit.load.levels import measure, recorded_ticket_ms
 from scripts.toolkit.measure.cpu import processes_by_role
+from scripts.toolkit.measure.meanwhile import WatchFailed, polled_in_thread
 from scripts.toolkit.measure.rates import lag_between, watchdog_lines
 from scripts.toolkit.metrics import Metrics, read_metrics
 from scripts.toolkit.reports import charts
@@ -45,21 +45,21 @@ def measure_level(stack: Stack, client: str, users: int, duration_s: float, tick
         start = time.perf_counter() + ticket_s  # the window starts after the ramp, as measure()'s does
         readings: list[tuple[Metrics, int]] = []  # /metrics and the size of the API's log, at the window's ends
 
-        def read_metrics_at(moments: list[float]) -> None:
-            for moment in moments:
-                time.sleep(max(0.0, moment - time.perf_counter()))
-                log_size = api.log_path.stat().st_size
-                text = httpx.get(f"{api.url}/metrics", timeout=120).text  # late if the loop is stuck
-                readings.append((read_metrics(text), log_size))
+        def read_now() -> bool:
+            log_size = api.log_path.stat().st_size
+            text = httpx.get(f"{api.url}/metrics", timeout=120).text  # late if the loop is stuck
+            readings.append((read_metrics(text), log_size))
+            return len(readings) == 2
 
-        # In a thread: the load's event loop runs in this one, from the ramp to the end.
-        reader = threading.Thread(target=read_metrics_at, args=([start, start + duration_s],), daemon=True)
-        reader.start()
-        level = measure("async", users, duration_s, ticket_s, api.url, roles, give_up_s=GIVE_UP_S)
-        reader.join(timeout=130)
+        # In a thread: the load's event loop runs in this one, from the ramp to the end; both readings are taken.
+        try:
+            with polled_in_thread(read_now, duration_s, "reader", paced=True, start_at=start, cut_short=False):
+                level = measure("async", users, duration_s, ticket_s, api.url, roles, give_up_s=GIVE_UP_S)
+        except WatchFailed:
+            raise CommandError(
+                f"the API did not answer GET /metrics within 2 minutes ({client}, {users} users)"
+            ) from None
     progress(f"[{clock}] {client}, {users} users: {level.counted_per_s:.1f} tickets/s of {level.limit:.1f}")
-    if len(readings) < 2:
-        raise CommandError(f"the API did not answer GET /metrics within 2 minutes ({client}, {users} users)")
     (before, start_size), (after, end_size) = readings
     return {
         "client": client,

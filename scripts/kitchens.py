@@ -22,7 +22,6 @@ Everything runs on this machine: simulator (speed 1, quota off), PostgreSQL, the
 import asyncio
 import functools
 import json
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -50,6 +49,7 @@ from scripts.toolkit.load.closed_loop import closed_loop, getter, session, warm_
 from scripts.toolkit.load.levels import as_json, recorded_ticket_ms
 from scripts.toolkit.load.turns import one_against_two
 from scripts.toolkit.measure.cpu import children_cpu_s, process_cpu_s
+from scripts.toolkit.measure.meanwhile import polled_in_thread
 from scripts.toolkit.measure.quantiles import most_at_once
 from scripts.toolkit.reports.bench_report import all_passed
 from scripts.toolkit.reports.kitchens_report import STALL_FIGURES, report, verdicts
@@ -170,21 +170,15 @@ def looked_at_until(enough: int, look: Callable[[], list[int]], every_s: float =
     """While the block runs, `look()` until its answer adds up to `enough`: that answer, or the largest one, fills
     the list yielded. (One look at a set time missed connections a busy machine's client had not yet opened.)"""
     seen: list[int] = []
-    done = threading.Event()
 
-    def look_until_enough() -> None:
-        while not done.wait(every_s) and sum(seen) < enough:
-            answer = look()
-            if not seen or sum(answer) > sum(seen):
-                seen[:] = answer
+    def look_once() -> bool:
+        answer = look()
+        if not seen or sum(answer) > sum(seen):
+            seen[:] = answer
+        return sum(seen) >= enough
 
-    looker = threading.Thread(target=look_until_enough)
-    looker.start()
-    try:
+    with polled_in_thread(look_once, every_s, "looker"):
         yield seen
-    finally:
-        done.set()
-        looker.join()
 
 
 def worker_processes(app: Service) -> list[psutil.Process]:

@@ -5,7 +5,7 @@ import time
 
 import httpx
 
-from scripts.stall import describe_failure, probe_health, times_ms
+from scripts.stall import describe_failure, every, probe_health, times_ms
 from scripts.toolkit.cli import CommandError, progress
 from scripts.toolkit.load.closed_loop import Send, closed_loop, getter, session, warm_up
 from scripts.toolkit.measure.quantiles import quantile
@@ -48,11 +48,14 @@ async def measure_level(
     # Let every slow request reach the API and take its thread before the first timing.
     await asyncio.sleep(min(0.3, hold_ms / 4000))
     prober = asyncio.create_task(probe_health(health_client, PROBE_INTERVAL_S, stop_probe))
-    trivial_ms = []
+    trivial_ms: list[float] = []
+
+    async def time_trivial() -> bool:
+        trivial_ms.append(await timed_get(trivial_client, TRIVIAL_PATH))
+        return len(trivial_ms) == samples
+
     try:
-        for _ in range(samples):
-            trivial_ms.append(await timed_get(trivial_client, TRIVIAL_PATH))
-            await asyncio.sleep(PROBE_INTERVAL_S)
+        await every(PROBE_INTERVAL_S, stop_probe, time_trivial)
     finally:
         stop_probe.set()
         stop_load.set()

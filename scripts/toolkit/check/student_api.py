@@ -7,7 +7,6 @@ the lesson command itself, which runs from the lab's folder. While a command run
 (pg_stat_activity) and the simulator (GET /admin/stats) what they see, from outside the student's code.
 """
 
-import threading
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from scripts.toolkit.cli import PROJECT_ROOT, CommandError
 from scripts.toolkit.lessons.spec import command_speed, run_command
 from scripts.toolkit.lessons.suites import NO_TRACES
 from scripts.toolkit.measure.database_state import connections_held
+from scripts.toolkit.measure.meanwhile import WatchFailed, polled_in_thread
 from scripts.toolkit.measure.rates import read_simulator_stats
 from scripts.toolkit.running.apis import output_since
 from scripts.toolkit.running.stack import ApiStopped, Stack
@@ -92,28 +92,22 @@ def run_on(stack: Stack, project: Path, command: dict) -> Run:
 def peaks_meanwhile(dsn: str, simulator_url: str, held_after_s: float) -> Iterator[dict[str, int]]:
     """While the block runs: the simulator's calls in flight and the API's connections held, at their peaks."""
     peaks = {"provider_calls_at_once": 0, "connections_held": 0}
-    stop, failures = threading.Event(), []
+    try:
+        conn = connect(dsn, autocommit=True)
+    except (psycopg.Error, StartupError) as exc:
+        raise CommandError(f"could not watch PostgreSQL and the simulator: {exc}") from None
 
     def sample() -> None:
-        try:
-            with connect(dsn, autocommit=True) as conn, httpx.Client() as client:
-                while not stop.wait(SAMPLE_EVERY_S):
-                    stats = read_simulator_stats(client.get(f"{simulator_url}/admin/stats", timeout=5))
-                    held = connections_held(conn, held_after_s)
-                    peaks["provider_calls_at_once"] = max(peaks["provider_calls_at_once"], stats["in_flight"])
-                    peaks["connections_held"] = max(peaks["connections_held"], held)
-        except (psycopg.Error, StartupError, httpx.HTTPError, KeyError, ValueError) as exc:
-            failures.append(exc)
+        stats = read_simulator_stats(client.get(f"{simulator_url}/admin/stats", timeout=5))
+        held = connections_held(conn, held_after_s)
+        peaks["provider_calls_at_once"] = max(peaks["provider_calls_at_once"], stats["in_flight"])
+        peaks["connections_held"] = max(peaks["connections_held"], held)
 
-    thread = threading.Thread(target=sample, name="check-sampler", daemon=True)
-    thread.start()
     try:
-        yield peaks
-    finally:
-        stop.set()
-        thread.join(10)
-    if failures:
-        raise CommandError(f"could not watch PostgreSQL and the simulator: {failures[0]}")
+        with conn, httpx.Client() as client, polled_in_thread(sample, SAMPLE_EVERY_S, "check-sampler"):
+            yield peaks
+    except WatchFailed as exc:
+        raise CommandError(f"could not watch PostgreSQL and the simulator: {exc.__cause__}") from None
 
 
 def startup_failure(failure: dict | None, output: str) -> ApiDidNotStart:

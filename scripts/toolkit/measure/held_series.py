@@ -11,7 +11,6 @@ Every tick (0.2 s), one row takes the latest value of every series; the last WIN
 
 import asyncio
 import contextlib
-import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -20,7 +19,8 @@ from typing import Any
 
 import httpx
 
-from scripts.stall import HealthProbes, probe_health
+from scripts.stall import HealthProbes, every, probe_health
+from scripts.toolkit.measure.meanwhile import in_thread
 from scripts.toolkit.measure.rates import (
     GAUGES,
     INTERVAL_KEYS,
@@ -62,19 +62,20 @@ class Probe:
         """True if the last request answered and none has been waiting longer than NO_ANSWER_S since."""
         return self.answer is not None and self.waiting_s(now) < NO_ANSWER_S
 
-    async def run(self) -> None:
-        """Probe until cancelled."""
-        while True:
-            self.sent_at = sent = time.monotonic()
-            try:
-                response = await self.client.get(self.url, timeout=TIMEOUT_S)
-                response.raise_for_status()
-                self.answer = self.read(response)
-            except (httpx.HTTPError, ValueError, KeyError):
-                self.answer = None
-            finally:
-                self.sent_at = None
-            await asyncio.sleep(max(0.0, sent + self.every_s - time.monotonic()))
+    async def run(self, stop: asyncio.Event) -> None:
+        """Probe every `every_s` (from one request's start to the next's) until `stop` is set, or cancelled."""
+        await every(self.every_s, stop, self._get, paced=True)
+
+    async def _get(self) -> None:
+        self.sent_at = time.monotonic()
+        try:
+            response = await self.client.get(self.url, timeout=TIMEOUT_S)
+            response.raise_for_status()
+            self.answer = self.read(response)
+        except (httpx.HTTPError, ValueError, KeyError):
+            self.answer = None
+        finally:
+            self.sent_at = None
 
 
 @dataclass
@@ -98,8 +99,8 @@ class Watcher:
         """
         return [dict(row) for row in list(self._rows)]
 
-    async def run(self) -> None:
-        """Probe and make rows until cancelled."""
+    async def run(self, stop: asyncio.Event) -> None:
+        """Probe and make a row every tick until `stop` is set; then the probes are cancelled, not waited for."""
         async with (
             httpx.AsyncClient(timeout=TIMEOUT_S, trust_env=False) as client,
             httpx.AsyncClient(base_url=self.api_url, timeout=TIMEOUT_S, trust_env=False) as health_client,
@@ -107,19 +108,20 @@ class Watcher:
             self.health = HealthProbes(time.perf_counter())
             self.metrics = Probe(client, f"{self.api_url}/metrics", self.tick_s, read_scrape)
             self.simulator = Probe(client, f"{self.simulator_url}/admin/stats", self.tick_s, read_simulator_stats)
-            probes: list[asyncio.Task] = [asyncio.create_task(p.run()) for p in (self.metrics, self.simulator)]
-            never = asyncio.Event()  # the prober is cancelled with the others
+            never = asyncio.Event()  # the probes are cancelled: a stalled API's answer is not waited for
+            probes = [asyncio.create_task(probe.run(never)) for probe in (self.metrics, self.simulator)]
             probes.append(asyncio.create_task(probe_health(health_client, self.tick_s / 2, never, seen=self.health)))
             try:
-                while True:  # the first row after the probes had a tick to answer
-                    await asyncio.sleep(self.tick_s - (time.monotonic() - self.started) % self.tick_s)
-                    self._tick(time.monotonic())
+                with contextlib.suppress(TimeoutError):  # the first row after the probes had a tick to answer
+                    await asyncio.wait_for(stop.wait(), self.tick_s)
+                await every(self.tick_s, stop, self._tick, paced=True)
             finally:
                 for task in probes:
                     task.cancel()
                 await asyncio.gather(*probes, return_exceptions=True)
 
-    def _tick(self, now: float) -> None:
+    async def _tick(self) -> None:
+        now = time.monotonic()
         row: Row = {"t": round(now - self.started, 3), **self._health(), **self._api(now), **self._simulator(now)}
         self._rows.append(row)
         while self._rows and self._rows[0]["t"] < row["t"] - self.window_s:
@@ -195,21 +197,8 @@ def watching_in_thread(
     Read its rows once the block has ended: the thread no longer adds to them then.
     """
     watcher = Watcher(api_url.rstrip("/"), simulator_url.rstrip("/"), window_s, tick_s)
-    loop = asyncio.new_event_loop()
-    task = loop.create_task(watcher.run())
-
-    def probe_until_cancelled() -> None:
-        with contextlib.suppress(asyncio.CancelledError):
-            loop.run_until_complete(task)
-
-    thread = threading.Thread(target=probe_until_cancelled, name="watcher", daemon=True)
-    thread.start()
-    try:
+    with in_thread(watcher.run, "watcher"):
         yield watcher
-    finally:
-        loop.call_soon_threadsafe(task.cancel)
-        thread.join()
-        loop.close()
 
 
 def peaks(rows: list[Row], tick_s: float) -> dict[str, float | None]:

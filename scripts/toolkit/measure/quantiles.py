@@ -1,7 +1,10 @@
-"""The one quantile function of the tools (on the 0-1 scale, as `statistics` and NumPy's `quantile`), and summaries."""
+"""The one quantile function of the tools (on the 0-1 scale, as `statistics` and NumPy's `quantile`), and summaries.
+
+The median of figures over passes lives in the lesson's scripts/stall.py (`median`, `medians`): its --passes and
+scripts.burst use it, and a snapshot holds only what it uses.
+"""
 
 import math
-import statistics
 from collections.abc import Sequence
 
 
@@ -29,10 +32,9 @@ def percentiles(values_ms: list[float]) -> dict:
     }
 
 
-def medians(runs: list[dict], figures: tuple[str, ...]) -> dict:
-    """The median of each figure over the runs that have it (None where none has)."""
-    found = {figure: [run[figure] for run in runs if run[figure] is not None] for figure in figures}
-    return {figure: statistics.median(values) if values else None for figure, values in found.items()}
+def middle_run(runs: list[dict], figure: str) -> dict:
+    """The run at the median of `figure` (of an even number, the later of the two in the middle): the one to draw."""
+    return sorted(runs, key=lambda run: run[figure])[len(runs) // 2]
 
 
 def most_at_once(intervals: Sequence[Sequence[float]], slack_s: float = 0.05) -> int:

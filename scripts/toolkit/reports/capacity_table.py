@@ -3,7 +3,8 @@ figures, and the files (JSON, CSV, the chart, what the server held)."""
 
 from pathlib import Path
 
-from scripts.toolkit.measure.quantiles import medians
+from scripts.stall import medians
+from scripts.toolkit.measure.quantiles import middle_run
 from scripts.toolkit.reports import charts, course_figures
 from scripts.toolkit.reports.compare_table import write_figures
 from scripts.toolkit.reports.held_chart import draw_held
@@ -103,7 +104,7 @@ def write_files(folder: Path, rows: list[dict], runs: list[dict], speed: float, 
         charts.draw_capacity(rows, str(paths[-1]), note)
         for row in rows:
             passes = [each for each in runs if (each["mode"], each["users"]) == (row["mode"], row["users"])]
-            typical = sorted(passes, key=lambda each: each["tickets_per_s"])[len(passes) // 2]
+            typical = middle_run(passes, "tickets_per_s")
             if "held" in typical:
                 paths.append(folder / f"held-{row['mode']}-{row['users']}u.svg")
                 draw_held(

@@ -5,7 +5,8 @@ import csv
 import json
 from pathlib import Path
 
-from scripts.toolkit.measure.quantiles import medians
+from scripts.stall import medians
+from scripts.toolkit.measure.quantiles import middle_run
 from scripts.toolkit.reports import charts, course_figures
 from scripts.toolkit.reports.held_chart import draw_held
 from scripts.toolkit.reports.text import format_table, readable_ms
@@ -107,7 +108,7 @@ def write_files(folder: Path, rows: list[dict], runs: dict, speed: float, draw: 
         written.append(folder / "health-medians.svg")
         charts.draw_health_medians(rows, str(written[-1]), note)
         for name, results in runs.items():
-            typical = sorted(results, key=lambda result: result["total_s"])[len(results) // 2]
+            typical = middle_run(results, "total_s")
             written.append(folder / f"timeline-{name}.svg")
             charts.draw_timeline(
                 typical,

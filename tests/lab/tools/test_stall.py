@@ -8,7 +8,7 @@ import re
 import httpx
 import pytest
 
-from scripts.stall import measure_stall, median_pass, report, send_ticket, server_timing, waited_share
+from scripts.stall import measure_stall, median_pass, render, send_ticket, server_timing, waited_share
 from scripts.toolkit import dataset
 from scripts.toolkit.answers import error_code
 from scripts.toolkit.dataset import random_ticket
@@ -41,7 +41,7 @@ def a_result(**changes) -> dict:
 
 
 def test_the_report_is_the_courses_two_lines():
-    assert report(a_result()) == (
+    assert render(a_result()) == (
         "8 tickets, 4 at a time: 18.8 s, status codes [201]\n"
         "GET /health during that time: 3 answers, median 8737.2 ms, slowest 9824.7 ms"
     )
@@ -49,7 +49,7 @@ def test_the_report_is_the_courses_two_lines():
 
 def test_the_report_lists_every_status_and_the_tickets_without_an_answer():
     runs = [{"status": 201}, {"status": 503}, {"status": None}]
-    text = report(a_result(statuses=[201, 503], ticket_runs=runs, health_answers=0))
+    text = render(a_result(statuses=[201, 503], ticket_runs=runs, health_answers=0))
     assert text.splitlines() == [
         "8 tickets, 4 at a time: 18.8 s, status codes [201, 503], 1 without an answer",
         "GET /health during that time: 0 answers",

@@ -1,0 +1,74 @@
+"""Watching a run from a thread of its own, while the run blocks this one (a Locust run, a lesson command, a load on
+this thread's event loop): a coroutine on an event loop of its own, and the lesson's polling (`every`, in
+scripts/stall.py) run there.
+"""
+
+import asyncio
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any
+
+from scripts.stall import every
+
+
+class WatchFailed(Exception):
+    """What ran in the thread raised an exception (its __cause__): raised once the block has ended."""
+
+
+@contextmanager
+def in_thread(
+    run: Callable[[asyncio.Event], Coroutine[Any, Any, object]], name: str, cut_short: bool = True
+) -> Iterator[None]:
+    """`run(stop)` on a thread and event loop of its own while the block runs; at the block's end `stop` is set (with
+    `cut_short`, or when the block raised; else `run` goes on to its own end) and the thread joined. WatchFailed after
+    the block if `run` raised."""
+    failures: list[Exception] = []
+    loop = asyncio.new_event_loop()
+    stop = asyncio.Event()
+
+    def run_to_its_end() -> None:
+        try:
+            loop.run_until_complete(run(stop))
+        except Exception as exc:  # handed to the block's thread
+            failures.append(exc)
+
+    thread = threading.Thread(target=run_to_its_end, name=name, daemon=True)
+    thread.start()
+    try:
+        yield
+    except BaseException:
+        cut_short = True  # an error, Ctrl+C: what runs there is not waited for beyond its step under way
+        raise
+    finally:
+        if cut_short:
+            loop.call_soon_threadsafe(stop.set)
+        thread.join()
+        loop.close()
+    if failures:
+        raise WatchFailed(f"{name}: {type(failures[0]).__name__}: {failures[0]}") from failures[0]
+
+
+def polled_in_thread(
+    action: Callable[[], bool | None],
+    interval_s: float,
+    name: str,
+    paced: bool = False,
+    start_at: float | None = None,
+    cut_short: bool = True,
+) -> AbstractContextManager[None]:
+    """`action()` every `interval_s` while the block runs, from `start_at` (a time.perf_counter(), if given) on a thread
+    of its own: stall.every's polling, until the block ends (`cut_short`) or the action returns True."""
+
+    async def act() -> bool | None:
+        return action()  # it may block: this loop is the thread's own
+
+    async def poll(stop: asyncio.Event) -> None:
+        if start_at is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), max(0.0, start_at - time.perf_counter()))
+        await every(interval_s, stop, act, paced)
+
+    return in_thread(poll, name, cut_short)
