@@ -57,7 +57,7 @@ from scripts.toolkit.commands.options import (
 from scripts.toolkit.load import wrk
 from scripts.toolkit.load.levels import (
     Level,
-    as_json,
+    level_figures,
     measure,
     measure_with_wrk,
     recorded_ticket_ms,
@@ -68,7 +68,7 @@ from scripts.toolkit.load.turns import REFERENCE_APP, in_turn, options_in_turn
 from scripts.toolkit.measure import profile
 from scripts.toolkit.measure.cpu import Roles, pace_ms, processes_by_role
 from scripts.toolkit.measure.profile import instrument_shares
-from scripts.toolkit.reports.bench_report import all_passed, judged, machine, report
+from scripts.toolkit.reports.bench_report import all_passed, judged, machine, render
 from scripts.toolkit.running.apis import api as api_service
 from scripts.toolkit.running.apis import started
 from scripts.toolkit.running.stack import Stack, running_stack
@@ -96,7 +96,7 @@ def main() -> int:
         levels += two_processes_and_thread(stack, args, folder, ticket_s)
     pace.append(pace_ms())
     verdicts = judged(levels)
-    table = report(levels, recorded_ms, alone, args.loop, pace, verdicts, options, shares, args.bare_off)
+    table = render(levels, recorded_ms, alone, args.loop, pace, verdicts, options, shares, args.bare_off)
     result = {
         "machine": machine(),
         "loop": args.loop,
@@ -104,8 +104,8 @@ def main() -> int:
         "recorded_ms": recorded_ms,
         "ticket_alone_s": alone,
         "pace_ms": pace,
-        "levels": [as_json(lv) for lv in levels],
-        "options": {option: [as_json(lv) for lv in pair] for option, pair in options.items()},
+        "levels": [level_figures(lv) for lv in levels],
+        "options": {option: [level_figures(lv) for lv in pair] for option, pair in options.items()},
         "instrument_shares": shares,
         "bare_off": args.bare_off,
         "verdicts": [asdict(verdict) for verdict in verdicts],

@@ -39,7 +39,7 @@ from scripts.toolkit.reports.held_chart import describe_peaks
 from scripts.toolkit.running.stack import EXIT_CODES, Stack, add_modes_argument, running_stack
 
 
-def measure_modes(stack: Stack, args: argparse.Namespace, folder: Path, clock: Clock) -> list[dict]:
+def locust_runs(stack: Stack, args: argparse.Namespace, folder: Path, clock: Clock) -> list[dict]:
     """One Locust run per mode, users level and pass; each with the limit measured in the same run.
 
     With args.held, each run also records what the server held meanwhile (its "held").
@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     folder = output_folder(args.out, "capacity")
     clock = Clock()
     with running_stack(args.speed, folder / "logs", clock) as stack:
-        runs = measure_modes(stack, args, folder, clock)
+        runs = locust_runs(stack, args, folder, clock)
     rows = median_rows(runs)
     written = write_files(folder, rows, runs, args.speed, draw)
     if args.json:

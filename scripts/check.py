@@ -24,7 +24,7 @@ import time  # noqa: E402
 from scripts.toolkit.check.checks import run_checks, with_dependencies  # noqa: E402
 from scripts.toolkit.check.context import Context  # noqa: E402
 from scripts.toolkit.check.lesson_checks import lesson_checks  # noqa: E402
-from scripts.toolkit.check.report import CHECK_EXIT_CODES, as_json, as_text, exit_code  # noqa: E402
+from scripts.toolkit.check.report import CHECK_EXIT_CODES, exit_code, render, render_json  # noqa: E402
 from scripts.toolkit.check.student_project import default_lesson  # noqa: E402
 from scripts.toolkit.cli import PROJECT_ROOT, CommandError, command_parser, progress, run  # noqa: E402
 from scripts.toolkit.commands.options import Clock, add_json  # noqa: E402
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         "lab": str(PROJECT_ROOT),
         "seconds": round(time.monotonic() - started, 1),
     }
-    print(as_json(results, header) if args.json else as_text(results, header))
+    print(render_json(results, header) if args.json else render(results, header))
     return exit_code(results)
 
 

@@ -18,7 +18,6 @@ the fraction of the physical limit, the mean ticket time, /health's p99, the eve
 import json
 import time
 from dataclasses import asdict
-from pathlib import Path
 
 import httpx
 
@@ -38,7 +37,7 @@ EXIT_CODES = "Exit codes: 0 done, 2 a start-up failed or bad arguments."
 GIVE_UP_S = 15  # tickets still unanswered this long after a level's end are given up
 
 
-def measure_level(stack: Stack, client: str, users: int, duration_s: float, ticket_s: float, clock: Clock) -> dict:
+def measure_client(stack: Stack, client: str, users: int, duration_s: float, ticket_s: float, clock: Clock) -> dict:
     """One level against a fresh API with this client: the bench's figures, the lag and the watchdog's lines."""
     with stack.api("async", factory=CLIENTS[client][1]) as api:
         roles = processes_by_role(api.pid, stack.simulator.pid)
@@ -71,7 +70,7 @@ def measure_level(stack: Stack, client: str, users: int, duration_s: float, tick
     }
 
 
-def report(rows: list[dict]) -> str:
+def render(rows: list[dict]) -> str:
     """The table: one row per client and users."""
     headers = ["client", "users", "tickets/s", "limit", "of limit", "mean ticket s", "/health p99 ms"]
     headers += ["lag mean ms", "lag p99 <= s", "watchdog lines", "API loop CPU ms/ticket"]
@@ -89,30 +88,6 @@ def report(rows: list[dict]) -> str:
     return "\n".join(
         [format_table(headers, table), *(["", "the line the watchdog named most:", *named] if named else [])]
     )
-
-
-def draw(rows: list[dict], path: Path) -> None:
-    """Tickets per second by users for each client, against the limit; /health's p99 beside it."""
-    plt = charts.load_pyplot()
-    figure, (throughput, health) = plt.subplots(1, 2, figsize=(10, 4))
-    for client in [name for name in CLIENTS if any(row["client"] == name for row in rows)]:
-        levels = [row["level"] for row in rows if row["client"] == client]
-        users = [level.users for level in levels]
-        throughput.plot(users, [level.counted_per_s for level in levels], marker="o", label=CLIENTS[client][0])
-        health.plot(users, [level.health_p99_ms for level in levels], marker="o", label=CLIENTS[client][0])
-    users = sorted({row["level"].users for row in rows})
-    limits = [next(row["level"].limit for row in rows if row["level"].users == count) for count in users]
-    throughput.plot(users, limits, "k--", label="the physical limit: users ÷ T")
-    throughput.set(xlabel="users", ylabel="tickets per second, counted in the window", title="Tickets per second")
-    health.set(xlabel="users", ylabel="GET /health p99, ms (log scale)", yscale="log", title="GET /health meanwhile")
-    throughput.set_ylim(bottom=0)
-    for axes in (throughput, health):
-        axes.set_xticks(users)
-        axes.legend(fontsize=8)
-    figure.suptitle("When the client is the CPU work: provider.acall over three connection pools", fontsize=10)
-    figure.tight_layout()
-    figure.savefig(path)
-    plt.close(figure)
 
 
 def main() -> int:
@@ -134,14 +109,14 @@ def main() -> int:
     charts.load_pyplot()  # before the run, not after minutes of it
     with running_stack(1.0, folder / "logs", clock) as stack:
         rows = [
-            measure_level(stack, client, users, args.duration, ticket_s, clock)
+            measure_client(stack, client, users, args.duration, ticket_s, clock)
             for client in clients
             for users in args.users
         ]
     figures = [{**row, "level": {**asdict(row["level"]), "tickets_per_s": row["level"].tickets_per_s}} for row in rows]
     (folder / "client-cpu.json").write_text(json.dumps({"ticket_s": ticket_s, "rows": figures}, indent=2))
-    draw(rows, folder / "client-cpu.svg")
-    print(json.dumps(figures) if args.json else report(rows))
+    charts.draw_client_cpu(rows, {name: label for name, (label, _) in CLIENTS.items()}, folder / "client-cpu.svg")
+    print(json.dumps(figures) if args.json else render(rows))
     progress(f"figures and chart: {folder}")
     return 0
 

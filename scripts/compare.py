@@ -30,7 +30,7 @@ from scripts.toolkit.reports.held_chart import describe_peaks
 from scripts.toolkit.running.stack import EXIT_CODES, Stack, add_modes_argument, run_name, running_stack
 
 
-def measure_modes(stack: Stack, args: argparse.Namespace, clock: Clock) -> dict:
+def stall_runs(stack: Stack, args: argparse.Namespace, clock: Clock) -> dict:
     """Every pass of scripts.stall against the API in each mode, on each loop: {run_name: [result, ...]}.
 
     With args.held, each pass also records what the server held meanwhile (its result's "held").
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     folder = output_folder(args.out, "compare")
     clock = Clock()
     with running_stack(args.speed, folder / "logs", clock) as stack:
-        runs = measure_modes(stack, args, clock)
+        runs = stall_runs(stack, args, clock)
     rows = median_rows(runs)
     written = write_files(folder, rows, runs, args.speed, draw)
     if args.json:

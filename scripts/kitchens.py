@@ -46,13 +46,13 @@ from scripts.toolkit.commands.options import (
 )
 from scripts.toolkit.load import wrk
 from scripts.toolkit.load.closed_loop import closed_loop, getter, session, warm_up
-from scripts.toolkit.load.levels import as_json, recorded_ticket_ms
+from scripts.toolkit.load.levels import level_figures, recorded_ticket_ms
 from scripts.toolkit.load.turns import one_against_two
 from scripts.toolkit.measure.cpu import children_cpu_s, process_cpu_s
 from scripts.toolkit.measure.meanwhile import polled_in_thread
 from scripts.toolkit.measure.quantiles import most_at_once
 from scripts.toolkit.reports.bench_report import all_passed
-from scripts.toolkit.reports.kitchens_report import STALL_FIGURES, report, verdicts
+from scripts.toolkit.reports.kitchens_report import STALL_FIGURES, render, verdicts
 from scripts.toolkit.running.apis import started
 from scripts.toolkit.running.stack import Stack, running_stack
 from scripts.toolkit.services import Service
@@ -91,10 +91,10 @@ def main() -> int:
     if "cpu" in args.parts:
         result["cpu"] = cpu_rows(args.cpu_seconds, args.clients, clock)
     judged = verdicts(result.get("io", {}))
-    print(report(result))
+    print(render(result))
     result["verdicts"] = [asdict(verdict) for verdict in judged]
     if "io" in result:
-        result["io"] = {part: [as_json(level) for level in levels] for part, levels in result["io"].items()}
+        result["io"] = {part: [level_figures(level) for level in levels] for part, levels in result["io"].items()}
     (folder / "kitchens.json").write_text(json.dumps(result, indent=2))
     return 0 if all_passed(judged) else 1
 

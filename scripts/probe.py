@@ -21,7 +21,7 @@ from scripts.toolkit.measure.quantiles import percentiles
 from scripts.toolkit.reports.text import fmt_ms
 
 
-async def measure(url: str, path: str, concurrency: int, requests: int, interval_s: float) -> dict:
+async def probe_route(url: str, path: str, concurrency: int, requests: int, interval_s: float) -> dict:
     """Warm the route up, then load it and probe /health at the same time; returns the figures."""
     async with httpx.AsyncClient(base_url=url, timeout=120) as probe_client, session(url, concurrency) as opened:
         await check_api(probe_client)
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with app_to_measure(args) as url:
         progress(f"probing GET {args.path}: {args.requests} requests, {args.concurrency} at a time ...")
-        result = asyncio.run(measure(url, args.path, args.concurrency, args.requests, args.interval))
+        result = asyncio.run(probe_route(url, args.path, args.concurrency, args.requests, args.interval))
     print(json.dumps(result) if args.json else render(result))
     if result["generator_saturated"]:
         progress(

@@ -98,7 +98,7 @@ def figure(name: str, value: float, unit: str, target: float | None = None, most
     return {"figure": name, "value": round(value, 2), "unit": unit, "target": shown, "pass": passed}
 
 
-def measure(duration_s: float) -> list[dict]:
+def measure_simulator(duration_s: float) -> list[dict]:
     """The three load phases, each against servers of its own; the figures."""
     cost_ms = embed_text_cost_ms()
     figures = [figure("embed_text, 60 new words at 256 dimensions", cost_ms, "ms", TARGET_EMBED_MS)]
@@ -138,7 +138,7 @@ def measure(duration_s: float) -> list[dict]:
     return figures
 
 
-def event_loop() -> str:
+def servers_loop() -> str:
     """The loop and HTTP parser uvicorn picks in this environment (the servers')."""
     loop = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"
     return f"{loop} + {'httptools' if importlib.util.find_spec('httptools') else 'h11'}"
@@ -153,11 +153,13 @@ def main() -> int:
     short = apis.raise_open_files_limit(2 * 1200 + 256)
     if short:
         progress(f"warning: {short}: phase 3 may not open all its connections")
-    figures = measure(args.duration)
+    figures = measure_simulator(args.duration)
     if args.json:
-        print(json.dumps({"cores": os.cpu_count(), "loop": event_loop(), "figures": figures}))
+        print(json.dumps({"cores": os.cpu_count(), "loop": servers_loop(), "figures": figures}))
     else:
-        print(f"simulator bench, {os.cpu_count()} cores, {time.strftime('%Y-%m-%d %H:%M')} ({event_loop()}; quota off)")
+        print(
+            f"simulator bench, {os.cpu_count()} cores, {time.strftime('%Y-%m-%d %H:%M')} ({servers_loop()}; quota off)"
+        )
         verdicts = {True: "PASS", False: "FAIL", None: ""}
         rows = [[f["figure"], f"{f['value']:,.2f} {f['unit']}", f["target"], verdicts[f["pass"]]] for f in figures]
         print(format_table(["figure", "value", "target", ""], rows))

@@ -41,7 +41,7 @@ from scripts.toolkit.running.apis import STOP_TIMEOUT_S
 from scripts.toolkit.running.postgres import crash_postgres
 from scripts.toolkit.running.stack import Stack, add_modes_argument, lab_postgres, running_stack
 from scripts.toolkit.services import Service
-from scripts.toolkit.soak.audit import check_rows, make_tickets, summarize
+from scripts.toolkit.soak.audit import check_rows, make_tickets, mode_figures
 from scripts.toolkit.soak.faults import send_all
 from ticket_api.instruments.connections import shown_dsn
 from ticket_api.instruments.embedded import stop_embedded
@@ -80,7 +80,7 @@ def soak_mode(
                 outcomes, restart_info = asyncio.run(sent)
             finally:
                 replacement.stop(STOP_TIMEOUT_S)
-        result = summarize(mode, outcomes, restart_info, check_rows(dsn, outcomes))
+        result = mode_figures(mode, outcomes, restart_info, check_rows(dsn, outcomes))
     finally:
         if result is not None and result["violations"]:
             progress(f"[{clock}] {mode}: kept the database for a look: {shown_dsn(dsn)}")

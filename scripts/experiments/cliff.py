@@ -31,11 +31,11 @@ async def measure_cliff(url: str, levels: list[int], hold_ms: int, samples: int)
         for in_flight in levels:
             progress(f"  {in_flight} slow requests in flight ...")
             slow_users = [getter(slow, slow_path)] * in_flight
-            rows.append(await measure_level(slow_users, hold_ms, samples, trivial_client, health_client))
+            rows.append(await measure_in_flight(slow_users, hold_ms, samples, trivial_client, health_client))
     return rows
 
 
-async def measure_level(
+async def measure_in_flight(
     slow_users: list[Send],
     hold_ms: int,
     samples: int,

@@ -12,7 +12,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from scripts.toolkit import dataset
-from scripts.toolkit.check.student_api import CHECK_SPEED, Run, run_on
+from scripts.toolkit.check.student_api import CHECK_SPEED, Run, run_command_on
 from scripts.toolkit.check.student_project import database_server
 from scripts.toolkit.cli import progress
 from scripts.toolkit.databases import temporary_database
@@ -58,7 +58,7 @@ class Context:
         if fresh or key not in self._runs:
             env = " ".join(f"{setting}={value}" for setting, value in command["api_env"].items()) or "your own settings"
             progress(f"  `{command['run']}` against your API ({env}) ...")
-            self._runs[key] = run_on(self.stack, self.project, command)
+            self._runs[key] = run_command_on(self.stack, self.project, command)
         return self._runs[key]
 
     def close(self) -> None:

@@ -54,7 +54,7 @@ def hint_text(result: Result) -> str | None:
     return hints()[result.hint_id]["text"].format_map(_Blank(values))
 
 
-def as_json(results: list[Result], header: dict) -> str:
+def render_json(results: list[Result], header: dict) -> str:
     """Every check with name, description, status, expected, measured, reason, hint, lesson_section, and more."""
     checks = []
     for result in results:
@@ -66,7 +66,7 @@ def as_json(results: list[Result], header: dict) -> str:
     return json.dumps({**header, "checks": checks}, indent=2, ensure_ascii=False)
 
 
-def as_text(results: list[Result], header: dict) -> str:
+def render(results: list[Result], header: dict) -> str:
     """The checks one after another, as a student reads them, then one line of totals."""
     lines = [f'{header["project"]}, checked against "{header["lesson_title"]}" ({header["lesson"]}):', ""]
     for result in results:

@@ -75,7 +75,7 @@ def student_api(stack: Stack, project: Path, env: dict[str, str], speed: float =
         yield api
 
 
-def run_on(stack: Stack, project: Path, command: dict) -> Run:
+def run_command_on(stack: Stack, project: Path, command: dict) -> Run:
     """Start the API as the command says (`api_env`), run the command from the lab's folder, stop the API."""
     speed = command_speed(command, CHECK_SPEED)
     with student_api(stack, project, command.get("api_env", {}), speed) as api:

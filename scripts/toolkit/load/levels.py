@@ -91,7 +91,7 @@ class Level:
         return self.cpu_ms_per_ticket["generator"] / self.api_cpu_ms_per_ticket
 
 
-def as_json(level: Level) -> dict:
+def level_figures(level: Level) -> dict:
     """A level's figures, with those computed from them."""
     return {**asdict(level), "tickets_per_s": level.tickets_per_s, "fraction": level.fraction}
 

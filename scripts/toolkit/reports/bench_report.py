@@ -116,7 +116,7 @@ def ratios(lab: Level, other: Level, whose: str, at_least: float, at_most: float
     return judged
 
 
-def report(
+def render(
     levels: list[Level],
     recorded_ms: dict[str, float],
     alone: tuple[float, float],

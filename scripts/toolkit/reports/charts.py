@@ -1,5 +1,7 @@
-"""All the tools' drawing: the timeline of one stall run, compare's /health medians, capacity's tickets per second."""
+"""The tools' charts: the timeline of one stall run, compare's /health medians, capacity's tickets per second,
+experiment 9's clients."""
 
+from pathlib import Path
 from typing import Any
 
 from scripts.toolkit.cli import CommandError, progress
@@ -191,5 +193,30 @@ def draw_capacity(rows: list[dict], path: str, note: str = "") -> None:
     axes.set_ylabel("successful tickets per second")
     axes.set_title(f"Closed-loop Locust load per INTAKE_MODE{note}", fontsize=10)
     axes.legend(fontsize=8, loc="upper center", ncol=2)
+    figure.savefig(path)
+    plt.close(figure)
+
+
+def draw_client_cpu(rows: list[dict], labels: dict[str, str], path: Path) -> None:
+    """Experiment 9: tickets per second by users for each client (`labels`: their names in the legend), against the
+    limit; /health's p99 beside it."""
+    plt = load_pyplot()
+    figure, (throughput, health) = plt.subplots(1, 2, figsize=(10, 4))
+    for client in [name for name in labels if any(row["client"] == name for row in rows)]:
+        levels = [row["level"] for row in rows if row["client"] == client]
+        users = [level.users for level in levels]
+        throughput.plot(users, [level.counted_per_s for level in levels], marker="o", label=labels[client])
+        health.plot(users, [level.health_p99_ms for level in levels], marker="o", label=labels[client])
+    users = sorted({row["level"].users for row in rows})
+    limits = [next(row["level"].limit for row in rows if row["level"].users == count) for count in users]
+    throughput.plot(users, limits, "k--", label="the physical limit: users ÷ T")
+    throughput.set(xlabel="users", ylabel="tickets per second, counted in the window", title="Tickets per second")
+    health.set(xlabel="users", ylabel="GET /health p99, ms (log scale)", yscale="log", title="GET /health meanwhile")
+    throughput.set_ylim(bottom=0)
+    for axes in (throughput, health):
+        axes.set_xticks(users)
+        axes.legend(fontsize=8)
+    figure.suptitle("When the client is the CPU work: provider.acall over three connection pools", fontsize=10)
+    figure.tight_layout()
     figure.savefig(path)
     plt.close(figure)

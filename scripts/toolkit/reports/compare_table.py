@@ -35,7 +35,7 @@ def median_rows(runs: dict) -> list[dict]:
     return rows
 
 
-def figures(row: dict) -> list[str]:
+def shown_figures(row: dict) -> list[str]:
     """A row's four figures as the table shows them."""
     return [
         f"{row['total_s']:.1f} s",
@@ -72,11 +72,11 @@ def render(rows: list[dict], passes: int, speed: float) -> str:
         label = [row["mode"], *([row["loop"]] if several else [])]
         if row["passes"] > 1:  # each pass, then the median of each figure: the spread behind the median
             lines += [
-                [f"{label[0]}, pass {n}", *label[1:], *figures(each), *[""] * 5]
+                [f"{label[0]}, pass {n}", *label[1:], *shown_figures(each), *[""] * 5]
                 for n, each in enumerate(row["each"], 1)
             ]
             label[0] += ", median"
-        lines.append([*label, *figures(row), "|", *figures(row["course"])])
+        lines.append([*label, *shown_figures(row), "|", *shown_figures(row["course"])])
     where = "and event loop" if several else {"asyncio": "on asyncio's event loop", "uvloop": "on uvloop"}[loops[0]]
     title = f"scripts.stall per INTAKE_MODE {where}, median of {passes} pass{'es' if passes > 1 else ''}"
     title += "; course: median of 5 passes" if speed == 1 else f" at simulator speed {speed:g} (the course ran at 1)"

@@ -8,17 +8,17 @@ FIGURES_FILE = Path(__file__).with_name("course.toml")
 
 
 @cache
-def figures() -> dict:
+def published() -> dict:
     """course.toml as a dict: `stall` and `locust`, each with one table per INTAKE_MODE."""
     return tomllib.loads(FIGURES_FILE.read_text())
 
 
 def stall(mode: str) -> dict:
     """The course's scripts.stall figures of one mode: total_s, health_answers, health_median_ms, health_slowest_ms."""
-    return dict(figures()["stall"][mode])
+    return dict(published()["stall"][mode])
 
 
 def locust(mode: str, users: int) -> dict | None:
     """The course's Locust figures of one mode (tickets_per_s, p50_ms, p95_ms), or None at another number of users."""
-    table = figures()["locust"]
+    table = published()["locust"]
     return dict(table[mode]) if users == table["users"] else None

@@ -39,7 +39,7 @@ def verdicts(io: dict) -> list[Verdict]:
     ]
 
 
-def report(measured: dict) -> str:
+def render(measured: dict) -> str:
     """Every part that ran, as text."""
     lines = []
     if "io" in measured:

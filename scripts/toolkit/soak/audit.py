@@ -82,7 +82,7 @@ def check_rows(dsn: str, outcomes: list[Journey]) -> dict:
     }
 
 
-def summarize(mode: str, outcomes: list[Journey], restart_info: dict, checked: dict) -> dict:
+def mode_figures(mode: str, outcomes: list[Journey], restart_info: dict, checked: dict) -> dict:
     """Every figure of one mode's run, as printed by --json."""
     answers = Counter(str(o.status) if o.status == 201 else f"{o.status or 'no answer'} {o.error}" for o in outcomes)
     connection_errors = Counter(name for o in outcomes for name in o.connection_errors)

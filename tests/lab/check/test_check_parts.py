@@ -28,7 +28,7 @@ from scripts.toolkit.check.checks import (
 )
 from scripts.toolkit.check.context import Context
 from scripts.toolkit.check.lesson_checks import lesson_checks
-from scripts.toolkit.check.report import as_text, exit_code, hints
+from scripts.toolkit.check.report import exit_code, hints, render
 from scripts.toolkit.check.student_api import ApiDidNotStart, startup_failure
 from scripts.toolkit.check.student_project import SNAPSHOTS, InvalidSettings, read_settings, settings_refused
 from scripts.toolkit.cli import PROJECT_ROOT
@@ -96,7 +96,7 @@ def test_a_problem_of_the_checker_could_not_run_and_is_not_counted_against_the_s
     assert results["b"].reason == "could not run: the checker failed (KeyError: 'figures')"
     assert results["b"].cause == "the checker failed (KeyError: 'figures')"  # a field: the report says it once
     header = {"project": "../larkfield", "lesson": "m02-io-versus-cpu", "lesson_title": "I/O", "seconds": 1}
-    assert as_text([results["b"]], header).splitlines()[2:4] == [
+    assert render([results["b"]], header).splitlines()[2:4] == [
         "could not run    b: breaks",
         "                 the checker failed (KeyError: 'figures')",
     ]
@@ -110,7 +110,7 @@ def test_the_text_says_expected_and_measured_the_hint_with_its_section_and_the_c
     stall.rerun = "python ../nextia-learning-labs/C21/scripts/check.py --lesson m02-io-versus-cpu --only async-stall"
     skipped = Result("request-log", "the request log shows queries=7", SKIPPED, because="api")
     header = {"project": "../larkfield", "lesson": "m02-io-versus-cpu", "lesson_title": "I/O", "seconds": 19}
-    lines = as_text([stall, skipped], header).splitlines()
+    lines = render([stall, skipped], header).splitlines()
     assert lines[2] == "FAILED           async-stall: async mode keeps /health fast"
     assert "measured /health median 412 ms (failed twice)" in lines[4]
     assert lines[6].strip().startswith("hint: A call that waits, with no await")

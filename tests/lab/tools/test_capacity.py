@@ -57,7 +57,7 @@ def test_figures_are_exact_over_every_process_and_count_failures_as_locust_does(
 
 
 def a_run(mode: str, users: int, tickets_per_s: float, provider_s: float, **extra) -> dict:
-    """One run's figures as measure_modes records them, with the limit from `provider_s`."""
+    """One run's figures as locust_runs records them, with the limit from `provider_s`."""
     limit = users / provider_s
     return {
         "mode": mode,

@@ -18,7 +18,7 @@ from tests.lab.tools.commands import HELD_FIELDS, listening, run_module
 
 
 def a_pass(mode: str, total_s: float, answers: int, median_ms: float | None, slowest_ms: float | None) -> dict:
-    """One pass of scripts.stall as measure_modes records it."""
+    """One pass of scripts.stall as stall_runs records it."""
     return {
         "mode": mode,
         "loop": "asyncio",

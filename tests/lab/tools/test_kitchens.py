@@ -11,7 +11,7 @@ from scripts.toolkit.commands.options import Clock
 from scripts.toolkit.load import wrk
 from scripts.toolkit.load.levels import Level
 from scripts.toolkit.measure.quantiles import most_at_once
-from scripts.toolkit.reports.kitchens_report import report, verdicts
+from scripts.toolkit.reports.kitchens_report import render, verdicts
 from tests.lab.tools.test_bench import level
 
 
@@ -34,7 +34,7 @@ def on_two(app: str, mean_ms: float, cpu_ms: float) -> Level:
 def test_at_512_users_two_processes_are_judged_on_the_limit_or_beside_the_reference_on_two(api, reference, outcomes):
     judged = verdicts({"levels": [], "judged": (api, reference)})
     assert [(verdict.passed, verdict.aim) for verdict in judged] == outcomes  # an aim is told, and fails nothing
-    assert "AIM" in report({"ticket_s": 2.2, "io": {"levels": [api], "judged": (api, reference)}})
+    assert "AIM" in render({"ticket_s": 2.2, "io": {"levels": [api], "judged": (api, reference)}})
     assert verdicts({"levels": [api]}) == []  # no judged level ran: nothing to judge
 
 
