@@ -251,40 +251,10 @@ def parser() -> argparse.ArgumentParser:
         default=[8, 32, 128, 256, 512, 1024],
         help="async levels (default 8,32,128,256,512,1024)",
     )
-
-    def levels_option(name: str, default: list[int], what: str) -> None:
-        shown = ",".join(map(str, default))
-        parser.add_argument(name, type=parse_levels_or_none, default=default, help=f"{what} (0: none; default {shown})")
-
-    levels_option("--two-process-users", [256, 512, 1024], "async levels with 2 API processes")
-    levels_option(
-        "--bare-users",
-        [256, 512],
-        "async levels where the API without instruments runs in turn with it (1 and 2 procs)",
-    )
-    parser.add_argument(
-        "--bare-off",
-        type=one_or_more_of(INSTRUMENTS),
-        default=INSTRUMENTS,
-        help="the instruments the bare API leaves out (default: every one): "
-        f"{','.join(INSTRUMENTS)}; gc_settings alone, say, measures what that one saves",
-    )
-    levels_option("--reference-users", [256, 512], "async levels where the reference app runs in turn with the API")
-    parser.add_argument(
-        "--reference-rounds",
-        type=positive_int,
-        default=2,
-        help="rounds of the API in turn with the apps beside it (API, bare, reference, reference, bare, API) at those "
-        "levels (default %(default)s)",
-    )
-    parser.add_argument(
-        "--options",
-        action="store_true",
-        help=f"also measure each public option of scripts/reference_api.py's OPTIONS against the reference as it "
-        f"is, in turn (option, reference, reference, option), at {OPTIONS_USERS} users: about 2.5 minutes each",
-    )
+    add_levels(parser, "--two-process-users", [256, 512, 1024], "async levels with 2 API processes")
+    add_beside_options(parser)
     parser.add_argument("--thread-users", type=int, default=128, help="the thread-mode level (0: skip)")
-    levels_option("--wrk-users", [256, 512], "async levels that wrk drives too, where it is installed")
+    add_levels(parser, "--wrk-users", [256, 512], "async levels that wrk drives too, where it is installed")
     add_duration(parser, 30, "per level")
     parser.add_argument(
         "--alone", type=float, default=20, help="seconds of the 2-user run, one ticket alone (default %(default)s)"
@@ -304,6 +274,45 @@ def parser() -> argparse.ArgumentParser:
     add_out(parser, "bench", "bench.json and the logs")
     add_json(parser)
     return parser
+
+
+def add_beside_options(parser: argparse.ArgumentParser) -> None:
+    """The options of the apps measured beside the API: the bare API, the reference app and its OPTIONS."""
+    add_levels(
+        parser,
+        "--bare-users",
+        [256, 512],
+        "async levels where the API without instruments runs in turn with it (1 and 2 procs)",
+    )
+    parser.add_argument(
+        "--bare-off",
+        type=one_or_more_of(INSTRUMENTS),
+        default=INSTRUMENTS,
+        help="the instruments the bare API leaves out (default: every one): "
+        f"{','.join(INSTRUMENTS)}; gc_settings alone, say, measures what that one saves",
+    )
+    add_levels(
+        parser, "--reference-users", [256, 512], "async levels where the reference app runs in turn with the API"
+    )
+    parser.add_argument(
+        "--reference-rounds",
+        type=positive_int,
+        default=2,
+        help="rounds of the API in turn with the apps beside it (API, bare, reference, reference, bare, API) at those "
+        "levels (default %(default)s)",
+    )
+    parser.add_argument(
+        "--options",
+        action="store_true",
+        help=f"also measure each public option of scripts/reference_api.py's OPTIONS against the reference as it "
+        f"is, in turn (option, reference, reference, option), at {OPTIONS_USERS} users: about 2.5 minutes each",
+    )
+
+
+def add_levels(parser: argparse.ArgumentParser, name: str, default: list[int], what: str) -> None:
+    """An option of levels that 0 switches off."""
+    shown = ",".join(map(str, default))
+    parser.add_argument(name, type=parse_levels_or_none, default=default, help=f"{what} (0: none; default {shown})")
 
 
 def parse_levels_or_none(text: str) -> list[int]:

@@ -9,6 +9,7 @@ import asyncio
 import functools
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import aiohttp
 import orjson
@@ -26,6 +27,43 @@ RETRY_PAUSE_S = 0.2
 RETRY_FOR_S = 60  # after a ticket's first connection error or timeout, how long it keeps trying
 
 
+@dataclass
+class Journeys:
+    """The soak's tickets on their way: those still to send, those in flight, and when the restart and the crash are
+    due (when half, and three quarters, have started)."""
+
+    tickets: list[dict]
+    clock: Clock
+    outcomes: list[Journey] = field(init=False)
+    waiting: list[tuple[dict, Journey]] = field(init=False)
+    restart_after: int = field(init=False)
+    crash_after: int = field(init=False)
+    running: set[int] = field(default_factory=set)
+    restart_due: asyncio.Event = field(default_factory=asyncio.Event)
+    crash_due: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def __post_init__(self) -> None:
+        self.outcomes = [Journey(number, ticket["key"]) for number, ticket in enumerate(self.tickets, start=1)]
+        self.waiting = list(zip(self.tickets, self.outcomes, strict=True))
+        self.restart_after, self.crash_after = max(1, len(self.tickets) // 2), max(1, len(self.tickets) * 3 // 4)
+
+    async def send_next(self, client: aiohttp.ClientSession) -> Outcome:
+        """Send the next ticket (retried as send_one does); a progress line every tenth of them answered."""
+        ticket, outcome = self.waiting.pop(0)
+        self.running.add(outcome.number)
+        if outcome.number == self.restart_after:
+            self.restart_due.set()
+        if outcome.number == self.crash_after:
+            self.crash_due.set()
+        await send_one(client, ticket, outcome)
+        self.running.discard(outcome.number)
+        answered = len(self.tickets) - len(self.waiting) - len(self.running)
+        if answered % max(1, len(self.tickets) // 10) == 0:
+            created = sum(1 for o in self.outcomes if o.status == 201)
+            progress(f"[{self.clock}]   {answered}/{len(self.tickets)} answered, {created} created")
+        return Outcome(outcome.status == 201, outcome.error)
+
+
 async def send_all(
     url: str,
     tickets: list[dict],
@@ -36,63 +74,49 @@ async def send_all(
 ) -> tuple[list[Journey], dict]:
     """Send the tickets, `users` at a time; when half have started, `restart()` runs in a thread, and when three
     quarters have, `crash_db()` (--kill) too."""
-    outcomes = [Journey(number, ticket["key"]) for number, ticket in enumerate(tickets, start=1)]
-    waiting = list(zip(tickets, outcomes, strict=False))
-    running: set[int] = set()
-    restart_after, crash_after = max(1, len(tickets) // 2), max(1, len(tickets) * 3 // 4)
-    restart_due, crash_due = asyncio.Event(), asyncio.Event()
-    step = max(1, len(tickets) // 10)
-
-    async def send_next(client: aiohttp.ClientSession) -> Outcome:
-        ticket, outcome = waiting.pop(0)
-        running.add(outcome.number)
-        if outcome.number == restart_after:
-            restart_due.set()
-        if outcome.number == crash_after:
-            crash_due.set()
-        await send_one(client, ticket, outcome)
-        running.discard(outcome.number)
-        answered = len(tickets) - len(waiting) - len(running)
-        if answered % step == 0:
-            created = sum(1 for o in outcomes if o.status == 201)
-            progress(f"[{clock}]   {answered}/{len(tickets)} answered, {created} created")
-        return Outcome(outcome.status == 201, outcome.error)
-
-    async def restarter() -> dict:
-        await restart_due.wait()
-        in_flight = sorted(running)
-        for number in in_flight:
-            outcomes[number - 1].in_flight_at_restart = True
-        progress(
-            f"[{clock}]   {'SIGKILL' if crash_db else 'SIGTERM'} to the API after ticket {restart_after} started, "
-            f"{len(in_flight)} in flight"
-        )
-        info = await asyncio.to_thread(restart)
-        progress(
-            f"[{clock}]   the API stopped in {info['stop_s']:.1f} s, the new one listened {info['start_s']:.1f} s later"
-        )
-        return {"after_ticket": restart_after, "in_flight": in_flight, **info}
-
-    async def crasher(crash: Callable[[], dict]) -> dict:
-        await crash_due.wait()
-        await restarting  # one failure at a time
-        in_flight = len(running)
-        progress(
-            f"[{clock}]   SIGKILL to PostgreSQL's postmaster after ticket {crash_after} started, {in_flight} in flight"
-        )
-        info = await asyncio.to_thread(crash)
-        progress(f"[{clock}]   PostgreSQL started again {info['down_s']:.1f} s after its crash")
-        return {"after_ticket": crash_after, "in_flight": in_flight, **info}
-
+    journeys = Journeys(tickets, clock)
     async with session(url, users, CLIENT_TIMEOUT_S) as client:
         try:
             async with asyncio.TaskGroup() as group:  # a failed restart stops the users at once
-                restarting = group.create_task(restarter())
-                crashing = group.create_task(crasher(crash_db)) if crash_db else None
-                group.create_task(closed_loop([functools.partial(send_next, client)] * users, requests=len(tickets)))
+                restarting = group.create_task(restarter(journeys, restart, "SIGKILL" if crash_db else "SIGTERM"))
+                crashing = group.create_task(crasher(journeys, crash_db, restarting)) if crash_db else None
+                users_sending = [functools.partial(journeys.send_next, client)] * users
+                group.create_task(closed_loop(users_sending, requests=len(tickets)))
         except ExceptionGroup as failed:
             raise failed.exceptions[0] from None
-    return outcomes, {**restarting.result(), **({"postgres": crashing.result()} if crashing else {})}
+    return journeys.outcomes, {**restarting.result(), **({"postgres": crashing.result()} if crashing else {})}
+
+
+async def restarter(journeys: Journeys, restart: Callable[[], dict], signal_name: str) -> dict:
+    """Once half the tickets have started: mark those in flight, then `restart()` the API, in a thread."""
+    await journeys.restart_due.wait()
+    in_flight = sorted(journeys.running)
+    for number in in_flight:
+        journeys.outcomes[number - 1].in_flight_at_restart = True
+    progress(
+        f"[{journeys.clock}]   {signal_name} to the API after ticket {journeys.restart_after} started, "
+        f"{len(in_flight)} in flight"
+    )
+    info = await asyncio.to_thread(restart)
+    progress(
+        f"[{journeys.clock}]   the API stopped in {info['stop_s']:.1f} s, the new one listened "
+        f"{info['start_s']:.1f} s later"
+    )
+    return {"after_ticket": journeys.restart_after, "in_flight": in_flight, **info}
+
+
+async def crasher(journeys: Journeys, crash: Callable[[], dict], restarting: asyncio.Task) -> dict:
+    """Once three quarters of the tickets have started, and the restart is over: `crash()` PostgreSQL, in a thread."""
+    await journeys.crash_due.wait()
+    await restarting  # one failure at a time
+    in_flight = len(journeys.running)
+    progress(
+        f"[{journeys.clock}]   SIGKILL to PostgreSQL's postmaster after ticket {journeys.crash_after} started, "
+        f"{in_flight} in flight"
+    )
+    info = await asyncio.to_thread(crash)
+    progress(f"[{journeys.clock}]   PostgreSQL started again {info['down_s']:.1f} s after its crash")
+    return {"after_ticket": journeys.crash_after, "in_flight": in_flight, **info}
 
 
 async def send_one(client: aiohttp.ClientSession, ticket: dict, outcome: Journey) -> None:
