@@ -58,14 +58,33 @@ def held_panels(held: dict) -> list[Panel]:
     """The chart's panels, each titled with its peaks: /health, the lag, threads, DB connections in use and lent,
     provider calls, the simulator's quota when it is on, tickets per second by outcome."""
     rows, peaks = held["rows"], held["peaks"]
-    most = functools.partial(_most, peaks)
+    panels = [*_wait_panels(rows, peaks), *_held_panels(peaks)]
+    if any(row.get("quota_limit") for row in rows):
+        panels.append(
+            ("simulator quota remaining", [("quota_remaining", "chat calls left this minute", "#16a085", "-")], "count")
+        )
+    panels.append(
+        (
+            f"tickets per second by outcome (over 2 s): created at most {peaks['created_per_s_max'] or 0:g}/s",
+            [(outcome, outcome, OUTCOME_COLORS.get(outcome, "0.4"), "-") for outcome in _outcomes(rows)],
+            "by outcome",
+        )
+    )
+    return panels
+
+
+def _wait_panels(rows: list[dict], peaks: dict[str, Any]) -> list[Panel]:
+    """/health as the watcher timed it, and the loop's lag (each worker's, of several)."""
 
     def seconds(value: float | None) -> str:
         return "-" if value is None else readable_ms(value * 1000)
 
     workers = sorted({pid for row in rows for pid in row.get("lag_s_by_worker") or {}})
     no_answer = f"no answer for {peaks['no_answer_s']:g} s" if peaks["no_answer_s"] else "answered throughout"
-    panels: list[Panel] = [
+    lags = [
+        (f"worker {pid}", f"worker {pid}", WORKER_COLORS[i % len(WORKER_COLORS)], "-") for i, pid in enumerate(workers)
+    ]
+    return [
         (
             f"/health, timed by the watcher: slowest {seconds(peaks['health_s_max'])}, {no_answer}",
             [("health_s", "/health", "#1f5fbf", "-")],
@@ -74,13 +93,16 @@ def held_panels(held: dict) -> list[Panel]:
         (
             f"event-loop lag (largest in each interval): largest {seconds(peaks['lag_s_max'])}"
             + (f", {len(workers)} worker processes" if workers else ""),
-            [
-                (f"worker {pid}", f"worker {pid}", WORKER_COLORS[i % len(WORKER_COLORS)], "-")
-                for i, pid in enumerate(workers)
-            ]
-            or [("lag_s", "lag", "#c0392b", "-")],
+            lags or [("lag_s", "lag", "#c0392b", "-")],
             "seconds",
         ),
+    ]
+
+
+def _held_panels(peaks: dict[str, Any]) -> list[Panel]:
+    """Threads borrowed, DB connections in use and lent per second, provider calls in flight."""
+    most = functools.partial(_most, peaks)
+    return [
         (
             f"threads borrowed: at most {most('threads_borrowed')} of {most('threads_total')}, "
             f"{most('threads_waiting')} waiting",
@@ -114,18 +136,6 @@ def held_panels(held: dict) -> list[Panel]:
             "count",
         ),
     ]
-    if any(row.get("quota_limit") for row in rows):
-        panels.append(
-            ("simulator quota remaining", [("quota_remaining", "chat calls left this minute", "#16a085", "-")], "count")
-        )
-    panels.append(
-        (
-            f"tickets per second by outcome (over 2 s): created at most {peaks['created_per_s_max'] or 0:g}/s",
-            [(outcome, outcome, OUTCOME_COLORS.get(outcome, "0.4"), "-") for outcome in _outcomes(rows)],
-            "by outcome",
-        )
-    )
-    return panels
 
 
 def draw_panel(axes: Any, panel: Panel, rows: list[dict], tick_s: float) -> None:
