@@ -109,7 +109,9 @@ class Watcher:
             self.metrics = Probe(client, f"{self.api_url}/metrics", self.tick_s, read_scrape)
             self.simulator = Probe(client, f"{self.simulator_url}/admin/stats", self.tick_s, read_simulator_stats)
             never = asyncio.Event()  # the probes are cancelled: a stalled API's answer is not waited for
-            probes = [asyncio.create_task(probe.run(never)) for probe in (self.metrics, self.simulator)]
+            probes: list[asyncio.Task] = [
+                asyncio.create_task(probe.run(never)) for probe in (self.metrics, self.simulator)
+            ]
             probes.append(asyncio.create_task(probe_health(health_client, self.tick_s / 2, never, seen=self.health)))
             try:
                 with contextlib.suppress(TimeoutError):  # the first row after the probes had a tick to answer

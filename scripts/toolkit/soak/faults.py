@@ -17,7 +17,7 @@ import orjson
 from scripts.toolkit.answers import error_code
 from scripts.toolkit.cli import progress
 from scripts.toolkit.commands.options import Clock
-from scripts.toolkit.load.closed_loop import JSON, NO_ANSWER, Outcome, Reply, closed_loop, fetch, session
+from scripts.toolkit.load.closed_loop import JSON, NO_ANSWER, Outcome, Reply, Send, closed_loop, fetch, session
 from scripts.toolkit.soak.audit import Journey
 
 # Far above an answer of thread or async mode; a blocked event loop (INTAKE_MODE=blocking) with 64
@@ -80,7 +80,7 @@ async def send_all(
             async with asyncio.TaskGroup() as group:  # a failed restart stops the users at once
                 restarting = group.create_task(restarter(journeys, restart, "SIGKILL" if crash_db else "SIGTERM"))
                 crashing = group.create_task(crasher(journeys, crash_db, restarting)) if crash_db else None
-                users_sending = [functools.partial(journeys.send_next, client)] * users
+                users_sending: list[Send] = [functools.partial(journeys.send_next, client)] * users
                 group.create_task(closed_loop(users_sending, requests=len(tickets)))
         except ExceptionGroup as failed:
             raise failed.exceptions[0] from None

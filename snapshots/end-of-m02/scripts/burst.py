@@ -14,7 +14,7 @@ import time
 
 import httpx
 
-from scripts.stall import check_api, positive_float, positive_int
+from scripts.stall import check_api, every, median, medians, positive_float, positive_int
 from scripts.toolkit.cli import command_parser, progress, run
 from scripts.toolkit.dataset import random_ticket
 from scripts.toolkit.metrics import read_metrics
@@ -44,13 +44,11 @@ async def burst(url: str, tickets: int, interval: float, seed: int) -> dict:
         samples: list[dict[str, float]] = []
         done = asyncio.Event()
 
-        async def watch() -> None:
-            while not done.is_set():
-                try:
-                    samples.append(watched_figures((await client.get("/metrics")).text))
-                except httpx.HTTPError:
-                    pass  # a missed sample; the tickets' answers tell the rest
-                await asyncio.sleep(interval)
+        async def sample() -> None:
+            try:
+                samples.append(watched_figures((await client.get("/metrics")).text))
+            except httpx.HTTPError:
+                pass  # a missed sample; the tickets' answers tell the rest
 
         async def create(ticket: dict) -> tuple[int | None, float]:
             started = time.perf_counter()
@@ -61,7 +59,7 @@ async def burst(url: str, tickets: int, interval: float, seed: int) -> dict:
             return status, (time.perf_counter() - started) * 1000
 
         progress(f"{tickets} tickets at once to {url} ...")
-        watcher = asyncio.create_task(watch())
+        watcher = asyncio.create_task(every(interval, done, sample))
         started = time.perf_counter()
         try:
             results = await asyncio.gather(*(create(random_ticket(rng)) for _ in range(tickets)))
@@ -70,10 +68,10 @@ async def burst(url: str, tickets: int, interval: float, seed: int) -> dict:
             await watcher
         total_s = time.perf_counter() - started
         after = watched_figures((await client.get("/metrics")).text)
-    return summarize(results, samples, before, after, total_s)
+    return burst_figures(results, samples, before, after, total_s)
 
 
-def summarize(
+def burst_figures(
     results: list[tuple[int | None, float]], samples: list[dict], before: dict, after: dict, total_s: float
 ) -> dict:
     """Every figure of the run, for the printout and for --json."""
@@ -86,11 +84,11 @@ def summarize(
         "statuses": sorted(set(statuses)),
         "status_counts": {str(code): statuses.count(code) for code in sorted(set(statuses))},
         "unanswered": len(results) - len(statuses),
-        "p50_ms": round(statistics.median(times), 1),
+        "p50_ms": round(median(times), 1),
         # The last of the 19 cuts into 20 equal parts is the 95th percentile (inclusive: between the samples).
         "p95_ms": round(statistics.quantiles(times, n=20, method="inclusive")[-1] if len(times) > 1 else times[0], 1),
         "db_pool_max": int(after["db_pool_max"]),
-        "db_in_use_median": statistics.median(s["db_in_use"] for s in samples),
+        "db_in_use_median": medians(samples, ["db_in_use"])["db_in_use"],
         "db_in_use_max": max(s["db_in_use"] for s in samples),
         "db_waiting_max": max(s["db_waiting"] for s in samples),
         "db_wait_s": round(after["db_wait_s"] - before["db_wait_s"], 2),
@@ -98,7 +96,7 @@ def summarize(
     }
 
 
-def report(figures: dict) -> str:
+def render(figures: dict) -> str:
     """Three lines for people."""
     counts = ", ".join(f"{code}: {n}" for code, n in figures["status_counts"].items())
     if figures["unanswered"]:
@@ -130,7 +128,7 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help="print every figure as one JSON object")
     args = parser.parse_args()
     figures = asyncio.run(burst(args.url.rstrip("/"), args.tickets, args.interval, args.seed))
-    print(json.dumps(figures) if args.json else report(figures))
+    print(json.dumps(figures) if args.json else render(figures))
     return 0 if figures["statuses"] == [201] and not figures["unanswered"] else 1
 
 

@@ -28,6 +28,7 @@ import random
 import statistics
 import sys
 import time
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
 import httpx
@@ -68,7 +69,7 @@ async def measure_stall(
         total_s = time.perf_counter() - since
         done.set()
         probes = await prober
-    return summarize(url, tickets, concurrency, interval_s, seed, total_s, sent, probes)
+    return stall_figures(url, tickets, concurrency, interval_s, seed, total_s, sent, probes)
 
 
 async def send_ticket(
@@ -125,7 +126,7 @@ def provider_calls_on_our_clock(response: httpx.Response, end_s: float) -> list[
     return [[started_s + start_ms / 1000, started_s + end_ms / 1000] for start_ms, end_ms in provider_calls(response)]
 
 
-def summarize(
+def stall_figures(
     url: str,
     tickets: int,
     concurrency: int,
@@ -147,7 +148,7 @@ def summarize(
         "statuses": sorted({t["status"] for t in sent if t["status"] is not None}),
         "errors": sorted({t["error"] for t in sent if t["error"]}),
         "health_answers": len(health_ms),
-        "health_median_ms": statistics.median(health_ms) if health_ms else None,
+        "health_median_ms": medians(probes, ["ms"])["ms"],
         "health_slowest_ms": max(health_ms) if health_ms else None,
         "health_waited_share": waited_share(probes, total_s),
         "ticket_runs": sorted(sent, key=lambda t: t["ticket"]),
@@ -167,15 +168,12 @@ def waited_share(probes: list[dict], total_s: float) -> float:
 
 def median_pass(results: list[dict]) -> dict:
     """The median of each figure over several passes, as the course reports its runs (a figure without any: None)."""
-    median = {**results[0], "statuses": sorted({status for result in results for status in result["statuses"]})}
-    median["ticket_runs"] = [ticket for result in results for ticket in result["ticket_runs"]]
-    for figure in FIGURES:
-        values = [result[figure] for result in results if result[figure] is not None]
-        median[figure] = statistics.median(values) if values else None
-    return median
+    statuses = sorted({status for result in results for status in result["statuses"]})
+    tickets = [ticket for result in results for ticket in result["ticket_runs"]]
+    return {**results[0], "statuses": statuses, "ticket_runs": tickets, **medians(results, FIGURES)}
 
 
-def report(result: dict) -> str:
+def render(result: dict) -> str:
     """The two lines of the course."""
     statuses = str(result["statuses"])
     unanswered = sum(1 for t in result["ticket_runs"] if t["status"] is None)
@@ -201,8 +199,8 @@ def quota_advice() -> str:
     )
 
 
-# What scripts.burst and the lab's tools take from here: argparse types, the /health prober, and the API's answers
-# read (Server-Timing, X-Provider-Calls, an error in a few words).
+# What scripts.burst and the lab's tools take from here: argparse types, the median, polling while a run goes on, the
+# /health prober, and the API's answers read (Server-Timing, X-Provider-Calls, an error in a few words).
 
 
 def positive_int(text: str) -> int:
@@ -219,6 +217,31 @@ def positive_float(text: str) -> float:
     if not value > 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number > 0")
     return value
+
+
+def median(values: Iterable[float]) -> float:
+    """The median of the values: the middle one, or the mean of the two in the middle; StatisticsError if none."""
+    return statistics.median(values)
+
+
+def medians(runs: list[dict], figures: Iterable[str]) -> dict[str, float | None]:
+    """The median of each figure over the runs (passes, samples) that have it; None where none has."""
+    found = {figure: [run[figure] for run in runs if run[figure] is not None] for figure in figures}
+    return {figure: median(values) if values else None for figure, values in found.items()}
+
+
+async def every(
+    interval_s: float, stop: asyncio.Event, action: Callable[[], Awaitable[bool | None]], paced: bool = False
+) -> None:
+    """Run `action` at once, then `interval_s` after each run ended (`paced`: after each run started), until `stop` is
+    set or the action returns True (it has what it wanted); a run under way when `stop` is set is waited for."""
+    while not stop.is_set():
+        started = time.perf_counter()
+        if await action():
+            return
+        wait_s = interval_s - (time.perf_counter() - started) if paced else interval_s
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), max(0.0, wait_s))
 
 
 @dataclass
@@ -248,26 +271,27 @@ async def probe_health(
     was measured. A probe that fails is not a sample; its reason goes to `errors` when a list is
     given. Use a client of its own, so that a probe never waits for a connection of the load's pool.
     """
-    seen = seen or HealthProbes(time.perf_counter() if since is None else since)
-    seen.errors = seen.errors if errors is None else errors
-    while not stop.is_set():
-        seen.sent_at = sent = time.perf_counter()
+    probes = seen or HealthProbes(time.perf_counter() if since is None else since)
+    probes.errors = probes.errors if errors is None else errors
+
+    async def probe() -> None:
+        probes.sent_at = sent = time.perf_counter()
         try:
             response = await client.get(path)
         except httpx.HTTPError as exc:
-            seen.errors.append(describe_failure(exc))
-            seen.refused = True
+            probes.errors.append(describe_failure(exc))
+            probes.refused = True
         else:
-            seen.refused = False
+            probes.refused = False
             if response.is_success:
-                seen.answers.append({"start_s": sent - seen.since, "ms": (time.perf_counter() - sent) * 1000})
+                probes.answers.append({"start_s": sent - probes.since, "ms": (time.perf_counter() - sent) * 1000})
             else:
-                seen.errors.append(describe_failure(response))
+                probes.errors.append(describe_failure(response))
         finally:
-            seen.sent_at = None
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), interval_s)
-    return seen.answers
+            probes.sent_at = None
+
+    await every(interval_s, stop, probe)
+    return probes.answers
 
 
 def times_ms(probes: list[dict]) -> list[float]:
@@ -339,13 +363,13 @@ def main(argv: list[str] | None = None) -> int:
         progress(f"{of}sending {args.tickets} tickets to {args.url}, {args.concurrency} at a time ...")
         results.append(asyncio.run(measure_stall(args.url, args.tickets, args.concurrency, args.interval, seed)))
         if args.passes > 1 and not args.json:
-            print(f"pass {number} of {args.passes}\n{report(results[-1])}", flush=True)
+            print(f"pass {number} of {args.passes}\n{render(results[-1])}", flush=True)
     if args.passes == 1:
-        print(json.dumps(results[0]) if args.json else report(results[0]))
+        print(json.dumps(results[0]) if args.json else render(results[0]))
     elif args.json:
         print(json.dumps({"passes": results, "median": median_pass(results)}))
     else:
-        print(f"median of {args.passes} passes, each figure on its own\n{report(median_pass(results))}")
+        print(f"median of {args.passes} passes, each figure on its own\n{render(median_pass(results))}")
     if any("ai_busy" in result["errors"] for result in results):
         print(quota_advice(), file=sys.stderr)
     return 0 if all(ticket["status"] == 201 for result in results for ticket in result["ticket_runs"]) else 1

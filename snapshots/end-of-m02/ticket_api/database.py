@@ -33,6 +33,7 @@ class Database:
         self.timeout_s = settings.db_pool_timeout_s
         self.max_size = settings.db_pool_max_size
         self.pool = None
+        self.connect_kwargs = {"connect_timeout": CONNECT_TIMEOUT_S, "application_name": application_name()}
         if settings.db_pool:
             self.pool = ConnectionPool(
                 dsn,
@@ -40,7 +41,7 @@ class Database:
                 max_size=settings.db_pool_max_size,
                 timeout=settings.db_pool_timeout_s,
                 connection_class=CountingConnection,
-                kwargs={"connect_timeout": CONNECT_TIMEOUT_S, "application_name": application_name()},
+                kwargs=self.connect_kwargs,
                 check=check_if_server_wrote,
                 reconnect_timeout=RECONNECT_TIMEOUT_S,
                 name="ticket_api",
@@ -80,10 +81,7 @@ class Database:
         """A connection in a transaction: committed when the block ends, rolled back if it raises."""
         try:
             if self.pool is None:
-                name = application_name()
-                with CountingConnection.connect(
-                    self.dsn, connect_timeout=CONNECT_TIMEOUT_S, application_name=name
-                ) as conn:
+                with CountingConnection.connect(self.dsn, **self.connect_kwargs) as conn:
                     yield conn
             else:
                 with self.asked, self.pool.connection() as conn, self.lent:
