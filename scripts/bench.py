@@ -24,10 +24,9 @@ the same libraries, psycopg_pool's defaults, nothing else: the plain app a stude
 judges the API against both (its CPU over the simulator's in the same windows, where the machine's
 pace cancels out), samples the API with py-spy at 512 users for each instrument's share of its CPU,
 and times a fixed piece of Python work before and after (the pace), so that two runs can be told
-apart. Where
-wrk is installed, it drives the 256- and 512-user levels too, in turn with the bench's own generator
-(bench, wrk, wrk, bench), as an outside check of it. `--options` then measures, one at a time
-against the reference, the public options of the stack that a project could take
+apart. Where wrk is installed, it drives the 256- and 512-user levels too, in turn with the bench's
+own generator (bench, wrk, wrk, bench), as an outside check of it. `--options` then measures, one at
+a time against the reference, the public options of the stack that a project could take
 (scripts/reference_api.py's OPTIONS).
 """
 
@@ -52,6 +51,7 @@ from scripts.toolkit.commands.options import (
     one_or_more_of,
     output_folder,
     parse_levels,
+    parse_levels_or_none,
     positive_int,
 )
 from scripts.toolkit.load import wrk
@@ -313,11 +313,6 @@ def add_levels(parser: argparse.ArgumentParser, name: str, default: list[int], w
     """An option of levels that 0 switches off."""
     shown = ",".join(map(str, default))
     parser.add_argument(name, type=parse_levels_or_none, default=default, help=f"{what} (0: none; default {shown})")
-
-
-def parse_levels_or_none(text: str) -> list[int]:
-    """`0` for none, else levels as parse_levels reads them (an argparse type)."""
-    return [] if text.strip() == "0" else parse_levels(text)
 
 
 if __name__ == "__main__":

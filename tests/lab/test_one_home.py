@@ -135,6 +135,25 @@ def builds_a_provider_url(tree: ast.AST) -> bool:
     return False
 
 
+SLEEPS = {"time.sleep", "asyncio.sleep"}
+
+
+def polls_while_a_run_goes_on(tree: ast.AST) -> bool:
+    """Whether a loop waits on an event (`while not stop.is_set()`, `while not done.wait(0.05)`) or sleeps between
+    its steps, with no deadline to give up at: a wait for something to be ready has one, a poll runs until told."""
+    for loop in ast.walk(tree):
+        if not isinstance(loop, ast.While | ast.For):
+            continue
+        test = ast.unparse(loop.test) if isinstance(loop, ast.While) else ""
+        calls = {ast.unparse(node.func) for part in loop.body for node in ast.walk(part) if isinstance(node, ast.Call)}
+        names = {node.id for node in ast.walk(loop) if isinstance(node, ast.Name)}
+        if (".is_set()" in test or ".wait(" in test or calls & SLEEPS) and not any(
+            word in name for name in names for word in ("deadline", "give_up")
+        ):
+            return True
+    return False
+
+
 # Reading another's text: looking, with a regular expression or with startswith, endswith, removeprefix,
 # removesuffix or `in`, for words another module of the lab writes, or for anything in what a process wrote.
 TEXT_METHODS = {"startswith", "endswith", "removeprefix", "removesuffix"}
@@ -274,10 +293,10 @@ HOMES = {
         ),
     ),
     "reading PostgreSQL's state": ("toolkit/measure/database_state.py", reads_postgres),
-    "medians over passes": (
-        "toolkit/measure/quantiles.py",
-        lambda tree: "statistics.median" in dotted_calls(tree),
-    ),
+    # The lesson's scripts/stall.py holds the median over passes and the polling: its --passes and scripts.burst use
+    # them, and a snapshot holds only what it uses.
+    "medians over passes": ("stall.py", lambda tree: "statistics.median" in dotted_calls(tree)),
+    "polling while a run goes on": ("stall.py", polls_while_a_run_goes_on),
     "finding a lesson command by its name": ("toolkit/lessons/spec.py", finds_a_command_by_name),
     "the uvicorn command line": ("toolkit/running/apis.py", lambda tree: "uvicorn" in strings(tree)),
     "postmaster.pid": (
@@ -321,11 +340,10 @@ ALLOWED = {
     ("the /health prober", "scripts/toolkit/services.py"): "a service's readiness: one GET, untimed",
     ("the process runner", "scripts/toolkit/running/commands.py"): "a command in this terminal's own process group",
     ("reading PostgreSQL's state", "scripts/toolkit/databases.py"): "scripts.db status: its server's tables and users",
-    ("medians over passes", "scripts/stall.py"): "the student's own script, its --passes",
-    ("medians over passes", "scripts/burst.py"): "the student's own script, its p50 (it keeps its own quantile)",
     ("reading PostgreSQL's state", "scripts/reference_api.py"): "an app: a ticket's own queries, as the API's",
     ("reading PostgreSQL's state", "scripts/toolkit/running/busy.py"): "pgbench's load, a query it runs, not a reading",
     ("a process tree's CPU time", "scripts/toolkit/check/loop_sampler.py"): "inside a project's API, stdlib only",
+    ("polling while a run goes on", "scripts/toolkit/check/loop_sampler.py"): "inside a project's API, stdlib only",
     ("starting the lab's stack: a simulator", "scripts/simulator_bench.py"): "the simulator is what it measures",
     ("starting PostgreSQL", "scripts/reference_api.py"): "an app: it reaches its database as the API does",
     ("starting PostgreSQL", "scripts/toolkit/running/postgres.py"): "a crashed server started again (scripts.soak)",
@@ -494,9 +512,17 @@ def test_the_new_homes_checks_find_the_old_forms():
         "a simulator's PROVIDER_URL": ['api(f"{simulator.url}/v1")\n', 'api(simulator.url + "/v1")\n'],
         "starting the lab's stack: a simulator": ["with services.simulator(speed=0.2) as simulator:\n    pass\n"],
         "starting PostgreSQL": ["dsn = resolve_dsn(load_settings())\n", "dsn = embedded_dsn(pgdata)\n"],
+        "polling while a run goes on": [
+            "async def watch():\n    while not done.is_set():\n        await asyncio.sleep(interval)\n",
+            "def sample():\n    while not stop.wait(SAMPLE_EVERY_S):\n        read()\n",
+            "def read_at(moments):\n    for moment in moments:\n        time.sleep(moment - time.perf_counter())\n",
+            "async def run(self):\n    while True:\n        probe()\n        await asyncio.sleep(self.every_s)\n",
+        ],
     }
     for idea, forms in old.items():
         assert all(HOMES[idea][1](ast.parse(code)) for code in forms), idea
+    ready = "while not server.started:\n    if time.monotonic() > deadline:\n        raise Late\n    time.sleep(0.01)\n"
+    assert not polls_while_a_run_goes_on(ast.parse(ready))  # a wait for something to be ready: another idea
     assert not finds_a_lesson_by_its_id(ast.parse("def cpu(process):\n    return [t for t in threads if t.id == 1]\n"))
 
 

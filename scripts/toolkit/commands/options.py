@@ -131,6 +131,11 @@ def parse_levels(text: str) -> list[int]:
     return levels
 
 
+def parse_levels_or_none(text: str) -> list[int]:
+    """`0` for none, else levels as parse_levels reads them (an argparse type)."""
+    return [] if text.strip() == "0" else parse_levels(text)
+
+
 class Clock:
     """Time since the command started, shown as `m:ss` in progress lines."""
 

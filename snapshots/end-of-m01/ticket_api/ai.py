@@ -37,26 +37,25 @@ def classify_request(subject: str, body: str) -> dict:
         "required": ["category", "priority"],
         "additionalProperties": False,
     }
-    return {
-        "model": CHAT_MODEL,
-        "messages": [
-            {"role": "system", "content": "Classify this support ticket: a category and a priority."},
-            {"role": "user", "content": f"Subject: {subject}\n\n{body}"},
-        ],
-        "response_format": {"type": "json_schema", "json_schema": {"name": "classification", "schema": schema}},
-        "metadata": {"operation": "classify"},
-    }
+    answer_as = {"type": "json_schema", "json_schema": {"name": "classification", "schema": schema}}
+    request = chat_request("classify", "Classify this support ticket: a category and a priority.", subject, body)
+    return {**request, "response_format": answer_as}
 
 
 def draft_request(subject: str, body: str) -> dict:
     """The chat request that asks for a reply to the customer."""
+    return chat_request("draft", "You are a friendly support agent. Draft a short reply.", subject, body)
+
+
+def chat_request(operation: str, instructions: str, subject: str, body: str) -> dict:
+    """A chat request: the instructions, then the ticket; `operation` tells the provider's records which call it is."""
     return {
         "model": CHAT_MODEL,
         "messages": [
-            {"role": "system", "content": "You are a friendly support agent. Draft a short reply."},
+            {"role": "system", "content": instructions},
             {"role": "user", "content": f"Subject: {subject}\n\n{body}"},
         ],
-        "metadata": {"operation": "draft"},
+        "metadata": {"operation": operation},
     }
 
 

@@ -33,8 +33,7 @@ class BodyLimit:
         detail = f"the request body is larger than {MAX_BODY_BYTES:,} bytes"
         announced = Headers(scope=scope).get("content-length", "")
         if announced.isdigit() and int(announced) > MAX_BODY_BYTES:
-            scope.setdefault("state", {})["error_code"] = "body_too_large"  # for the tickets-by-outcome metric
-            return error_response(413, "body_too_large", detail, CLOSE)(scope, receive, send)
+            return error_response(scope, 413, "body_too_large", detail, CLOSE)(scope, receive, send)
         received = 0
 
         async def receive_within_limit() -> Message:

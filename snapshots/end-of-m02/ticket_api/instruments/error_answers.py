@@ -9,6 +9,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
+from starlette.types import Scope
 
 from ticket_api.errors import LabError
 
@@ -30,26 +31,24 @@ class ErrorBody(BaseModel):
     detail: str | list[FieldError]
 
 
-def error_response(status: int, code: str, detail: object, headers: Mapping[str, str] | None = None) -> JSONResponse:
-    """The lab's error body: `{"error": CODE, "detail": TEXT}`."""
+def error_response(
+    scope: Scope, status: int, code: str, detail: object, headers: Mapping[str, str] | None = None
+) -> JSONResponse:
+    """The lab's error body, `{"error": CODE, "detail": TEXT}`; the code noted in the request's state for /metrics."""
+    scope.setdefault("state", {})["error_code"] = code  # request.state's own dict: the tickets-by-outcome metric
     return JSONResponse({"error": code, "detail": detail}, status_code=status, headers=headers)
-
-
-def _answer(request: Request, status: int, code: str, detail: object, headers=None) -> JSONResponse:
-    request.state.error_code = code  # for the tickets-by-outcome metric
-    return error_response(status, code, detail, headers)
 
 
 async def _lab_error(request: Request, exc: LabError) -> JSONResponse:
     if exc.cause is not None:
         log.warning("%s %s: %s: %s", request.method, request.url.path, exc.code, exc.cause)
     headers = None if exc.retry_after is None else {"Retry-After": str(max(1, round(exc.retry_after)))}
-    return _answer(request, exc.status, exc.code, exc.detail, headers)
+    return error_response(request.scope, exc.status, exc.code, exc.detail, headers)
 
 
 async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
     fields = [{"loc": list(error["loc"]), "msg": error["msg"], "type": error["type"]} for error in exc.errors()]
-    return _answer(request, 422, "validation_error", fields)
+    return error_response(request.scope, 422, "validation_error", fields)
 
 
 _HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "body_too_large", 415: "unsupported_media_type"}
@@ -59,19 +58,21 @@ async def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
     if exc.status_code == 400 and isinstance(exc.__cause__, ClientDisconnect):
         # The client left before its body arrived: nobody reads this
         # answer (nginx's 499), but the request log and the metrics say what happened.
-        return _answer(request, 499, "client_disconnected", "the client closed the connection before its body arrived")
+        return error_response(
+            request.scope, 499, "client_disconnected", "the client closed the connection before its body arrived"
+        )
     if exc.status_code == 400:
         # FastAPI's answer to a body it cannot decode (not UTF-8, nested too deep): bad JSON like any
         # other, so the same 422 validation_error as a syntax error, not a second code for one mistake.
         field = {"loc": ["body"], "msg": "the body is not valid JSON in UTF-8", "type": "json_invalid"}
-        return _answer(request, 422, "validation_error", [field])
+        return error_response(request.scope, 422, "validation_error", [field])
     code = _HTTP_CODES.get(exc.status_code, f"http_{exc.status_code}")
-    return _answer(request, exc.status_code, code, exc.detail, exc.headers)
+    return error_response(request.scope, exc.status_code, code, exc.detail, exc.headers)
 
 
 async def _unexpected_error(request: Request, exc: Exception) -> JSONResponse:
     log.exception("unexpected error on %s %s", request.method, request.url.path)
-    return error_response(500, "internal_error", "an unexpected error; the API log has the details")
+    return error_response(request.scope, 500, "internal_error", "an unexpected error; the API log has the details")
 
 
 _DOCUMENTED = {
