@@ -54,10 +54,8 @@ def measure_client(stack: Stack, client: str, users: int, duration_s: float, tic
         try:
             with polled_in_thread(read_now, duration_s, "reader", paced=True, start_at=start, cut_short=False):
                 level = measure("async", users, duration_s, ticket_s, api.url, roles, give_up_s=GIVE_UP_S)
-        except WatchFailed:
-            raise CommandError(
-                f"the API did not answer GET /metrics within 2 minutes ({client}, {users} users)"
-            ) from None
+        except WatchFailed as failed:
+            raise CommandError(f"the API's /metrics could not be read ({client}, {users} users): {failed}") from None
     progress(f"[{clock}] {client}, {users} users: {level.counted_per_s:.1f} tickets/s of {level.limit:.1f}")
     (before, start_size), (after, end_size) = readings
     return {

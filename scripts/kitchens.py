@@ -172,7 +172,10 @@ def looked_at_until(enough: int, look: Callable[[], list[int]], every_s: float =
     seen: list[int] = []
 
     def look_once() -> bool:
-        answer = look()
+        try:
+            answer = look()
+        except psutil.Error:  # a worker that ended between two looks: the next look sees the rest
+            return False
         if not seen or sum(answer) > sum(seen):
             seen[:] = answer
         return sum(seen) >= enough

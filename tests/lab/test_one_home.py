@@ -145,9 +145,12 @@ def polls_while_a_run_goes_on(tree: ast.AST) -> bool:
         if not isinstance(loop, ast.While | ast.For):
             continue
         test = ast.unparse(loop.test) if isinstance(loop, ast.While) else ""
-        calls = {ast.unparse(node.func) for part in loop.body for node in ast.walk(part) if isinstance(node, ast.Call)}
+        calls = [node for part in loop.body for node in ast.walk(part) if isinstance(node, ast.Call)]
+        pauses = {ast.unparse(call.func) for call in calls} & SLEEPS or [
+            call for call in calls if ast.unparse(call.func) == "asyncio.wait_for" and ".wait()" in ast.unparse(call)
+        ]
         names = {node.id for node in ast.walk(loop) if isinstance(node, ast.Name)}
-        if (".is_set()" in test or ".wait(" in test or calls & SLEEPS) and not any(
+        if (".is_set()" in test or ".wait(" in test or pauses) and not any(
             word in name for name in names for word in ("deadline", "give_up")
         ):
             return True
@@ -517,6 +520,7 @@ def test_the_new_homes_checks_find_the_old_forms():
             "def sample():\n    while not stop.wait(SAMPLE_EVERY_S):\n        read()\n",
             "def read_at(moments):\n    for moment in moments:\n        time.sleep(moment - time.perf_counter())\n",
             "async def run(self):\n    while True:\n        probe()\n        await asyncio.sleep(self.every_s)\n",
+            "async def run(stop):\n    while True:\n        await asyncio.wait_for(stop.wait(), 0.5)\n",
         ],
     }
     for idea, forms in old.items():

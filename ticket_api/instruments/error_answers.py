@@ -34,8 +34,9 @@ class ErrorBody(BaseModel):
 def error_response(
     scope: Scope, status: int, code: str, detail: object, headers: Mapping[str, str] | None = None
 ) -> JSONResponse:
-    """The lab's error body, `{"error": CODE, "detail": TEXT}`; the code noted in the request's state for /metrics."""
-    scope.setdefault("state", {})["error_code"] = code  # request.state's own dict: the tickets-by-outcome metric
+    """The lab's error body, `{"error": CODE, "detail": TEXT}`; the code noted in the request's state, where the
+    request log reads it for the tickets-by-outcome metric (a 500 is answered outside the request log: http_500)."""
+    scope.setdefault("state", {})["error_code"] = code  # request.state's own dict
     return JSONResponse({"error": code, "detail": detail}, status_code=status, headers=headers)
 
 

@@ -72,7 +72,7 @@ def add_workers(
         dest="workers",
         type=positive_int,
         default=default,
-        help=f"uvicorn worker processes of the app it starts{note} (default 1)",
+        help=f"uvicorn worker processes of the app it starts{note} (default {default or 1})",
     )
 
 

@@ -249,7 +249,7 @@ async def warm_up(opened: aiohttp.ClientSession, path: str, requests: int = 10) 
 def run_on(loop: str) -> Callable:
     """`asyncio.run`, or `uvloop.run` for loop="uvloop": what runs a load generator."""
     if loop == "uvloop":
-        import uvloop  # the optional extra; stack.event_loop() has checked that it is installed
+        import uvloop  # the optional extra; commands.options.event_loop() has checked that it is installed
 
         return uvloop.run
     return asyncio.run

@@ -12,6 +12,9 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from scripts.stall import every
+from scripts.toolkit.cli import progress
+
+STOP_WITHIN_S = 30  # a step under way when the block ends: a request, a query, each with its own timeout
 
 
 class WatchFailed(Exception):
@@ -24,7 +27,7 @@ def in_thread(
 ) -> Iterator[None]:
     """`run(stop)` on a thread and event loop of its own while the block runs; at the block's end `stop` is set (with
     `cut_short`, or when the block raised; else `run` goes on to its own end) and the thread joined. WatchFailed after
-    the block if `run` raised."""
+    the block if `run` raised or did not stop; if the block raised, a progress line says so."""
     failures: list[Exception] = []
     loop = asyncio.new_event_loop()
     stop = asyncio.Event()
@@ -35,20 +38,26 @@ def in_thread(
         except Exception as exc:  # handed to the block's thread
             failures.append(exc)
 
+    def stopped(cut_short: bool) -> str | None:
+        """Stop (or wait for) the thread; what went wrong there, if anything."""
+        if cut_short:
+            loop.call_soon_threadsafe(stop.set)
+        thread.join(STOP_WITHIN_S if cut_short else None)
+        if thread.is_alive():
+            return f"{name}: did not stop within {STOP_WITHIN_S} s"  # its step under way hangs; a daemon, left
+        loop.close()
+        return f"{name}: {type(failures[0]).__name__}: {failures[0]}" if failures else None
+
     thread = threading.Thread(target=run_to_its_end, name=name, daemon=True)
     thread.start()
     try:
         yield
-    except BaseException:
-        cut_short = True  # an error, Ctrl+C: what runs there is not waited for beyond its step under way
+    except BaseException:  # an error, Ctrl+C: what runs there is not waited for beyond its step under way
+        if (why := stopped(cut_short=True)) is not None:
+            progress(f"meanwhile, {why}")  # the block's own error goes on; this one is not lost
         raise
-    finally:
-        if cut_short:
-            loop.call_soon_threadsafe(stop.set)
-        thread.join()
-        loop.close()
-    if failures:
-        raise WatchFailed(f"{name}: {type(failures[0]).__name__}: {failures[0]}") from failures[0]
+    if (why := stopped(cut_short)) is not None:
+        raise WatchFailed(why) from (failures[0] if failures else None)
 
 
 def polled_in_thread(

@@ -1,6 +1,7 @@
-"""A run watched from a thread of its own: the polling goes on until told, and a failure there is raised here."""
+"""A run watched from a thread of its own: the polling goes on until told, and a failure there is never lost."""
 
 import threading
+import time
 
 import pytest
 
@@ -12,6 +13,8 @@ def test_the_polling_goes_on_until_the_action_has_what_it_wanted():
 
     def action() -> bool:
         calls.append(1)
+        if len(calls) > 3:
+            raise RuntimeError("polled again after it had what it wanted")  # fails the test, never hangs it
         return len(calls) == 3
 
     with polled_in_thread(action, 0.001, "poller", cut_short=False):
@@ -30,14 +33,23 @@ def test_the_polling_stops_when_the_block_ends():
     with polled_in_thread(action, 0.001, "poller"):
         assert started.wait(30)
     seen = len(calls)
-    assert not any(thread.name == "poller" for thread in threading.enumerate())  # joined: it polls no more
+    assert not any(thread.name == "poller" for thread in threading.enumerate())  # joined
+    time.sleep(0.05)  # fifty intervals: a poller still running would have polled again
     assert len(calls) == seen
 
 
-def test_a_failure_in_the_thread_is_raised_once_the_block_has_ended():
-    async def fails(stop) -> None:
-        raise ValueError("no answer")
+async def fails(stop) -> None:
+    raise ValueError("no answer")
 
+
+def test_a_failure_in_the_thread_is_raised_once_the_block_has_ended():
     with pytest.raises(WatchFailed, match="poller: ValueError: no answer"):
         with in_thread(fails, "poller"):
             pass
+
+
+def test_a_failure_in_the_thread_is_told_when_the_block_fails_too(capsys):
+    with pytest.raises(KeyError):
+        with in_thread(fails, "poller"):
+            raise KeyError("the block's own")
+    assert "meanwhile, poller: ValueError: no answer" in capsys.readouterr().err

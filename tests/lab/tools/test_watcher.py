@@ -114,7 +114,9 @@ def test_rows_say_no_answer_while_the_api_hangs_or_is_down():
 
 def test_a_watcher_in_a_thread_stops_with_its_block():
     with watching_in_thread(f"http://127.0.0.1:{free_port()}", f"http://127.0.0.1:{free_port()}") as watcher:
-        time.sleep(0.7)
+        deadline = time.monotonic() + 30  # a busy machine starts the thread late: wait for its rows, not a set time
+        while len(watcher.rows()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
     rows = watcher.rows()
     assert len(rows) >= 2 and all(row["health_s"] is None for row in rows)  # nothing listens: down, not waiting
     time.sleep(0.3)
