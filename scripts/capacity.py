@@ -19,6 +19,7 @@ from scripts.toolkit.commands.options import (
     add_duration,
     add_json,
     add_loop,
+    add_no_held,
     add_out,
     add_passes,
     add_speed,
@@ -121,13 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     add_loop(parser)
     add_out(parser, "capacity")
     add_json(parser, "the rows and runs")
-    parser.add_argument(
-        "--no-held",
-        dest="held",
-        action="store_false",
-        help="do not record what the server held during each run (nor draw held-MODE-USERSu.svg); "
-        "the recording asks the API 6 small requests a second",
-    )
+    add_no_held(parser, "run", "held-MODE-USERSu.svg", "; the recording asks the API 6 small requests a second")
     args = parser.parse_args(argv)
 
     draw = charts.can_draw("chart")

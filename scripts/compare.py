@@ -17,6 +17,7 @@ from scripts.toolkit.commands.options import (
     Clock,
     add_json,
     add_loop,
+    add_no_held,
     add_out,
     add_passes,
     add_speed,
@@ -77,12 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, help="seed for the tickets' customers and texts (default: random)")
     add_out(parser, "compare")
     add_json(parser, "the rows")
-    parser.add_argument(
-        "--no-held",
-        dest="held",
-        action="store_false",
-        help="do not record what the server held during each pass (nor draw held-MODE.svg)",
-    )
+    add_no_held(parser, "pass", "held-MODE.svg")
     args = parser.parse_args(argv)
 
     draw = charts.can_draw("charts")

@@ -6,7 +6,7 @@ import ast
 from scripts.toolkit.cli import PROJECT_ROOT
 
 SCRIPTS = PROJECT_ROOT / "scripts"
-SHARED_OPTIONS = ("--json", "--out", "--speed", "--loop", "--duration", "--passes", "--workers")
+SHARED_OPTIONS = ("--json", "--out", "--speed", "--loop", "--duration", "--passes", "--workers", "--no-held")
 OPTIONS_HOME = "scripts/toolkit/commands/options.py"
 # The student's own scripts declare their options themselves: a snapshot holds none of the lab's folders.
 STUDENTS_OWN = ("scripts/stall.py", "scripts/burst.py", "scripts/db.py")

@@ -1,6 +1,6 @@
 """The lab's commands' options: the options several commands share, each declared once (`add_json`, `add_out`,
-`add_speed`, `add_loop`, `add_duration`, `add_passes`, `add_workers`); argparse types; the folder a run writes to; the
-clock of its progress lines.
+`add_speed`, `add_loop`, `add_duration`, `add_passes`, `add_workers`, `add_no_held`); argparse types; the folder a
+run writes to; the clock of its progress lines.
 
 The student's scripts (scripts/stall.py, burst.py, db.py) declare their own: they import nothing of the lab's folders.
 """
@@ -28,6 +28,16 @@ def add_json(parser: argparse.ArgumentParser, what: str = "the figures") -> None
 def add_out(parser: argparse.ArgumentParser, name: str, holds: str = "the figures and logs") -> None:
     """--out: the folder a run writes to; by default output_folder()'s new .lab/NAME-DATE-TIME."""
     parser.add_argument("--out", help=f"folder for {holds} (default .lab/{name}-DATE-TIME)")
+
+
+def add_no_held(parser: argparse.ArgumentParser, per: str, chart: str, note: str = "") -> None:
+    """--no-held: no recording of what the server held during each `per` (args.held is False), nor its `chart`."""
+    parser.add_argument(
+        "--no-held",
+        dest="held",
+        action="store_false",
+        help=f"do not record what the server held during each {per} (nor draw {chart}){note}",
+    )
 
 
 def add_speed(parser: argparse.ArgumentParser, default: float, example: str = "") -> None:
