@@ -68,14 +68,13 @@ from scripts.toolkit.load.turns import REFERENCE_APP, in_turn, options_in_turn
 from scripts.toolkit.measure import profile
 from scripts.toolkit.measure.cpu import Roles, pace_ms, processes_by_role
 from scripts.toolkit.measure.profile import instrument_shares
-from scripts.toolkit.reports.bench_report import all_passed, judged, machine, render
+from scripts.toolkit.reports.bench_report import SHARES_USERS, all_passed, judged, machine, render
 from scripts.toolkit.running.apis import api as api_service
 from scripts.toolkit.running.apis import started
 from scripts.toolkit.running.stack import Stack, running_stack
 from scripts.toolkit.services import Service
 
 OPTIONS_USERS = 256
-SHARES_USERS = 512  # where py-spy tells each instrument's share of the API's CPU
 BARE_APP = "scripts.client_apps:without_instruments"  # the API without its instruments (LAB_INSTRUMENTS_OFF=all)
 EXIT_CODES = "Exit codes: 0 every target passed, 1 one failed, 2 a start-up failed or bad arguments."
 

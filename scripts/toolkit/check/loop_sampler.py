@@ -187,17 +187,19 @@ def _place(code: CodeType, line: int, project: Path) -> dict:
 
 
 def read_held(log_text: str) -> list[dict]:
-    """The reports in an API's output, in order (a line another thread wrote into at the same moment included)."""
-    return _lines_of(log_text, MARK)
+    """The reports in an API's output, in order."""
+    return marked_lines(log_text, MARK)
 
 
 def read_failure(log_text: str) -> dict | None:
     """Why the API did not start, as failure() gave it, from its output; None where it did not say."""
-    told = _lines_of(log_text, FAILED)
+    told = marked_lines(log_text, FAILED)
     return told[-1] if told else None
 
 
-def _lines_of(log_text: str, mark: str) -> list[dict]:
+def marked_lines(log_text: str, mark: str) -> list[dict]:
+    """The JSON value after each `mark` in a process's output, in order (a line another thread wrote into at the same
+    moment included); the lab's one reader of them, stdlib only as this module is (running/apis.py's too)."""
     decoder, found = json.JSONDecoder(), []
     for line in log_text.splitlines():
         if mark in line:

@@ -107,7 +107,7 @@ def peaks_meanwhile(dsn: str, simulator_url: str, held_after_s: float) -> Iterat
         with conn, httpx.Client() as client, polled_in_thread(sample, SAMPLE_EVERY_S, "check-sampler"):
             yield peaks
     except WatchFailed as exc:
-        raise CommandError(f"could not watch PostgreSQL and the simulator: {exc.__cause__}") from None
+        raise CommandError(f"could not watch PostgreSQL and the simulator: {exc.__cause__ or exc}") from None
 
 
 def startup_failure(failure: dict | None, output: str) -> ApiDidNotStart:

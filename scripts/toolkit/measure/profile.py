@@ -52,7 +52,10 @@ def instrument_shares(path: Path, root: Path) -> dict[str, float]:
     """Each instrument's share of the API's samples: a sample is an instrument's when the innermost frame of the
     project's own code in it is that instrument's, and not a line that hands the request on (to the app, to the
     server, to psycopg's own method)."""
-    total, counted = 0, dict.fromkeys(sorted(path.stem for path in (root / "ticket_api/instruments").glob("*.py")), 0)
+    total, counted = (
+        0,
+        dict.fromkeys(sorted(module.stem for module in (root / "ticket_api/instruments").glob("*.py")), 0),
+    )
     for _, frames, number in samples(path):
         total += number
         for frame in reversed(frames):

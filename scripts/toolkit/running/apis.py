@@ -20,6 +20,7 @@ from pathlib import Path
 
 from uvicorn.config import LOGGING_CONFIG
 
+from scripts.toolkit.check.loop_sampler import marked_lines
 from scripts.toolkit.cli import PROJECT_ROOT, progress
 from scripts.toolkit.processes import free_port
 from scripts.toolkit.services import KEEP_ALIVE_S, LIMIT_CONCURRENCY, Service
@@ -99,11 +100,7 @@ class WatchdogRecords(logging.StreamHandler):
 
 def watchdog_records(output: str) -> list[dict]:
     """The watchdog's blocked-loop records in an API's output, in order: {"ms": 412, "at": "file:line in f(): code"}."""
-    decoder, records = json.JSONDecoder(), []
-    for line in output.splitlines():
-        if WATCHDOG_RECORD in line:  # a line another thread wrote into at the same moment included
-            records.append(decoder.raw_decode(line, line.index(WATCHDOG_RECORD) + len(WATCHDOG_RECORD))[0])
-    return records
+    return marked_lines(output, WATCHDOG_RECORD)
 
 
 def log_config() -> Path:
