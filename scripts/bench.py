@@ -36,7 +36,7 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from scripts.client_apps import CLIENTS, INSTRUMENTS, WITHOUT
@@ -66,7 +66,7 @@ from scripts.toolkit.load.levels import (
 )
 from scripts.toolkit.load.turns import REFERENCE_APP, in_turn, options_in_turn
 from scripts.toolkit.measure import profile
-from scripts.toolkit.measure.cpu import Roles, pace_ms, processes_by_role
+from scripts.toolkit.measure.cpu import pace_ms, processes_by_role
 from scripts.toolkit.measure.profile import instrument_shares
 from scripts.toolkit.reports.bench_report import SHARES_USERS, all_passed, judged, machine, render
 from scripts.toolkit.running.apis import api as api_service
@@ -77,6 +77,8 @@ from scripts.toolkit.services import Service
 OPTIONS_USERS = 256
 BARE_APP = "scripts.client_apps:without_instruments"  # the API without its instruments (LAB_INSTRUMENTS_OFF=all)
 EXIT_CODES = "Exit codes: 0 every target passed, 1 one failed, 2 a start-up failed or bad arguments."
+# The windows of the apps that run in turn with the API at a number of users, made from the level's window.
+Beside = Callable[[int, Callable[..., Level]], list[Callable[[], Level]]]
 
 
 def main() -> int:
@@ -127,65 +129,61 @@ def one_process(
 ) -> tuple[tuple[float, float], list[Level], dict[str, tuple[Level, Level]], dict[str, float]]:
     """One ticket alone, then each async level on one API process: in turn with the bare API and the reference app,
     and with wrk, where asked; the instruments' shares; then the reference's options, with --options."""
-    levels: list[Level] = []
     with stack.api("async", loop=args.loop, factory=CLIENTS[args.async_client][1]) as api:
-        roles = processes_by_role(api.pid, stack.simulator.pid)
         with apps_beside(stack, args, folder, workers=1) as beside:
             alone = ticket_alone(api.url, args.alone, args.loop)
-            for users in args.users:
-                seconds = window_s(args.duration, users, ticket_s)
-                profile_of = (api.pid, folder / "profile.txt") if args.profile and users == args.users[-1] else None
-                window = functools.partial(measure, "async", users, seconds, ticket_s, loop=args.loop)
-                ours = functools.partial(window, api.url, roles)
-                level = ours(profile_of=profile_of)
-                turns = [ours] + [functools.partial(window, *app[1:], app=app[0]) for app in beside.at(users)]
-                levels += in_turn(turns, args.reference_rounds, first=level) if len(turns) > 1 else [level]
-                if users in args.wrk_users:
-                    # In turn with the bench's own generator (bench, wrk, wrk, bench): both read in the same minutes.
-                    wrk_window = functools.partial(measure_with_wrk, users, seconds, ticket_s, api.url, args.loop)
-                    bench_level, wrk_level = in_turn([ours, wrk_window], rounds=1)
-                    levels.append(replace(wrk_level, bench_fraction=bench_level.fraction))
+            levels = async_levels(stack, args, folder, ticket_s, api, beside, workers=1)
         shares = {}
         if SHARES_USERS in args.users:
             progress(f"  each instrument's share of the API's CPU: py-spy at {SHARES_USERS} users")
             path, seconds = folder / "profile-instruments.txt", window_s(args.duration, SHARES_USERS, ticket_s)
+            roles = processes_by_role(api.pid, stack.simulator.pid)
             measure("async", SHARES_USERS, seconds, ticket_s, api.url, roles, args.loop, (api.pid, path))
             shares = instrument_shares(path, PROJECT_ROOT)
         options = {}
         if args.options:
             seconds = window_s(args.duration, OPTIONS_USERS, ticket_s)
             window = functools.partial(measure, "async", OPTIONS_USERS, seconds, ticket_s, loop=args.loop)
-            made = reference_app(stack, args, folder)
-            options = options_in_turn(OPTIONS, made, window, stack.simulator.pid, folder / "logs")
+            options = options_in_turn(
+                OPTIONS,
+                functools.partial(reference_app, stack, args.loop),
+                window,
+                stack.simulator.pid,
+                folder / "logs",
+            )
     return alone, levels, options, shares
 
 
-@dataclass
-class Beside:
-    """The apps that run in turn with the API on one number of processes: the bare API and the reference app."""
-
-    bare: Service | None
-    reference: Service | None
-    simulator_pid: int
-    bare_users: list[int]
-    reference_users: list[int]
-
-    def at(self, users: int) -> list[tuple[str, str, Roles]]:
-        """(name, URL, processes) of each app that runs in turn with the API at `users`."""
-        apps = [("bare", self.bare, self.bare_users), ("reference", self.reference, self.reference_users)]
-        return [
-            (name, app.url, processes_by_role(app.pid, self.simulator_pid))
-            for name, app, where in apps
-            if app is not None and users in where
-        ]
+def async_levels(
+    stack: Stack, args: argparse.Namespace, folder: Path, ticket_s: float, api: Service, beside: Beside, workers: int
+) -> list[Level]:
+    """Each async level on `workers` API processes, in turn with the apps beside it where asked; on one process,
+    py-spy at the last level with --profile, and wrk in turn with the bench's own generator where asked."""
+    roles = processes_by_role(api.pid, stack.simulator.pid)
+    levels: list[Level] = []
+    for users in args.users if workers == 1 else args.two_process_users:
+        seconds = window_s(args.duration, users, ticket_s)
+        window = functools.partial(measure, "async", users, seconds, ticket_s, loop=args.loop, api_processes=workers)
+        ours = functools.partial(window, api.url, roles)
+        profiled = args.profile and workers == 1 and users == args.users[-1]
+        level = ours(profile_of=(api.pid, folder / "profile.txt") if profiled else None)
+        turns: list[Callable[[], Level]] = [ours, *beside(users, window)]
+        levels += in_turn(turns, args.reference_rounds, first=level) if len(turns) > 1 else [level]
+        if workers == 1 and users in args.wrk_users:
+            # In turn with the bench's own generator (bench, wrk, wrk, bench): both read in the same minutes.
+            wrk_window = functools.partial(measure_with_wrk, users, seconds, ticket_s, api.url, args.loop)
+            bench_level, wrk_level = in_turn([ours, wrk_window], rounds=1)
+            levels.append(replace(wrk_level, bench_fraction=bench_level.fraction))
+    return levels
 
 
 @contextmanager
 def apps_beside(stack: Stack, args: argparse.Namespace, folder: Path, workers: int) -> Iterator[Beside]:
-    """The bare API and, on one process, the reference app, beside the API (the stack's simulator), where asked."""
+    """The bare API and, on one process, the reference app, beside the API (the stack's simulator), where asked; what
+    it gives is the windows of those that run in turn with the API at a number of users."""
     levels = args.users if workers == 1 else args.two_process_users
     with ExitStack() as running:
-        bare = reference = None
+        apps: list[tuple[str, Service, list[int]]] = []
         if set(args.bare_users) & set(levels):
             env = {"DATABASE_URL": stack.dsn, "INTAKE_MODE": "async", WITHOUT: ",".join(args.bare_off)}
             bare_app = api_service(
@@ -197,24 +195,25 @@ def apps_beside(stack: Stack, args: argparse.Namespace, folder: Path, workers: i
                 app=BARE_APP,
                 factory=True,
             )
-            bare = running.enter_context(started(bare_app))
+            apps.append(("bare", running.enter_context(started(bare_app)), args.bare_users))
         if workers == 1 and set(args.reference_users) & set(levels):
-            reference = running.enter_context(
-                started(reference_app(stack, args, folder)(folder / "logs" / "reference"))
-            )
-        yield Beside(
-            bare, reference, stack.simulator.pid, args.bare_users, args.reference_users if workers == 1 else []
-        )
+            reference = reference_app(stack, args.loop, folder / "logs" / "reference")
+            apps.append(("reference", running.enter_context(started(reference)), args.reference_users))
+
+        def windows(users: int, window: Callable[..., Level]) -> list[Callable[[], Level]]:
+            return [
+                functools.partial(window, app.url, processes_by_role(app.pid, stack.simulator.pid), app=name)
+                for name, app, where in apps
+                if users in where
+            ]
+
+        yield windows
 
 
-def reference_app(stack: Stack, args: argparse.Namespace, folder: Path) -> Callable[..., Service]:
+def reference_app(stack: Stack, loop: str, log_dir: Path, option: str | None = None) -> Service:
     """The reference app beside the API (the stack's simulator), with one of its options if given."""
-
-    def made(log_dir: Path, option: str | None = None) -> Service:
-        env = {"DATABASE_URL": stack.dsn, **({"REFERENCE_OPTION": option} if option else {})}
-        return api_service(stack.provider_url, env=env, log_dir=log_dir, loop=args.loop, app=REFERENCE_APP)
-
-    return made
+    env = {"DATABASE_URL": stack.dsn, **({"REFERENCE_OPTION": option} if option else {})}
+    return api_service(stack.provider_url, env=env, log_dir=log_dir, loop=loop, app=REFERENCE_APP)
 
 
 def two_processes_and_thread(stack: Stack, args: argparse.Namespace, folder: Path, ticket_s: float) -> list[Level]:
@@ -222,16 +221,8 @@ def two_processes_and_thread(stack: Stack, args: argparse.Namespace, folder: Pat
     levels = []
     if args.two_process_users:
         with stack.api("async", workers=2, loop=args.loop, factory=CLIENTS[args.async_client][1]) as api:
-            roles = processes_by_role(api.pid, stack.simulator.pid)
             with apps_beside(stack, args, folder, workers=2) as beside:
-                for users in args.two_process_users:
-                    seconds = window_s(args.duration, users, ticket_s)
-                    window = functools.partial(
-                        measure, "async", users, seconds, ticket_s, loop=args.loop, api_processes=2
-                    )
-                    turns = [functools.partial(window, api.url, roles)]
-                    turns += [functools.partial(window, *app[1:], app=app[0]) for app in beside.at(users)]
-                    levels += in_turn(turns, args.reference_rounds) if len(turns) > 1 else [turns[0]()]
+                levels += async_levels(stack, args, folder, ticket_s, api, beside, workers=2)
     if args.thread_users:
         # 40 connections, so that the thread limiter (THREAD_LIMIT=40), not the pool, is the ceiling.
         with stack.api("thread", env={"DB_POOL_MAX_SIZE": "40", "DB_POOL_TIMEOUT_S": "60"}, loop=args.loop) as api:
