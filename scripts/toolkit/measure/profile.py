@@ -8,6 +8,7 @@ import re
 import shutil
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -52,10 +53,8 @@ def instrument_shares(path: Path, root: Path) -> dict[str, float]:
     """Each instrument's share of the API's samples: a sample is an instrument's when the innermost frame of the
     project's own code in it is that instrument's, and not a line that hands the request on (to the app, to the
     server, to psycopg's own method)."""
-    total, counted = (
-        0,
-        dict.fromkeys(sorted(module.stem for module in (root / "ticket_api/instruments").glob("*.py")), 0),
-    )
+    counted = dict.fromkeys(sorted(module.stem for module in (root / "ticket_api/instruments").glob("*.py")), 0)
+    total = 0
     for _, frames, number in samples(path):
         total += number
         for frame in reversed(frames):
@@ -72,23 +71,19 @@ def instrument_shares(path: Path, root: Path) -> dict[str, float]:
 def shares(path: Path, seconds: float, count: int = 8) -> list[str]:
     """Where the API's threads spent their CPU (py-spy raw profile, --threads): each kind's share of a core,
     then its busiest packages and functions (the innermost frame of each sample)."""
-    kinds: dict[str, dict] = {}
+    kinds: dict[str, dict[str, Counter[str]]] = {}
     for name, frames, number in samples(path):
         kind = "event-loop thread" if name == "MainThread" else "other threads"
         kind = "worker threads" if name.startswith("AnyIO worker") else kind
-        figures = kinds.setdefault(kind, {"samples": 0, "package": {}, "function": {}})
-        figures["samples"] += number
+        figures = kinds.setdefault(kind, {"package": Counter(), "function": Counter()})
         # "function (package/module.py:line)"
         function, _, where = (frames[-1] if frames else "?").partition(" (")
-        package = where.split("/")[0].split(":")[0].removesuffix(".py") or "?"
-        module = where.rpartition(":")[0]
-        for table, key in ((figures["package"], package), (figures["function"], f"{function} ({module})")):
-            table[key] = table.get(key, 0) + number
+        figures["package"][where.split("/")[0].split(":")[0].removesuffix(".py") or "?"] += number
+        figures["function"][f"{function} ({where.rpartition(':')[0]})"] += number
     lines = []
-    for kind, figures in sorted(kinds.items(), key=lambda item: -item[1]["samples"]):
-        sampled_here = figures["samples"]
+    for kind, figures in sorted(kinds.items(), key=lambda item: -item[1]["package"].total()):
+        sampled_here = figures["package"].total()
         lines.append(f"{kind}: {sampled_here / (seconds * RATE):.0%} of a core")
-        for table in ("package", "function"):
-            ranked = sorted(figures[table].items(), key=lambda item: -item[1])[:count]
-            lines += [f"  {n / sampled_here:6.1%}  {key}" for key, n in ranked]
+        for table in figures.values():
+            lines += [f"  {n / sampled_here:6.1%}  {key}" for key, n in table.most_common(count)]
     return lines
