@@ -130,23 +130,12 @@ def save(pool: ConnectionPool, new: NewTicket, work: AiWork) -> dict:
         ).fetchone()
         assert saved is not None  # INSERT ... RETURNING gives the row it inserted
         ticket_id, created_at = saved
+        calls = [figure for op in ("classify", "draft", "embed") for figure in (work.models[op], work.elapsed_ms[op])]
         conn.execute(
             """INSERT INTO ticket_ai_results (ticket_id, category, priority, draft_reply, embedding,
                classify_model, classify_ms, draft_model, draft_ms, embed_model, embed_ms)
                VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)""",
-            (
-                ticket_id,
-                work.category,
-                work.priority,
-                work.draft_reply,
-                work.embedding,
-                work.models["classify"],
-                work.elapsed_ms["classify"],
-                work.models["draft"],
-                work.elapsed_ms["draft"],
-                work.models["embed"],
-                work.elapsed_ms["embed"],
-            ),
+            (ticket_id, work.category, work.priority, work.draft_reply, work.embedding, *calls),
             binary=OPTION == "binary-params",  # the embedding's 256 floats packed, rather than written as text
         )
     return {
