@@ -107,8 +107,8 @@ def judged(levels: list[Level]) -> list[Verdict]:
 
 def ratios(lab: Level, other: Level, whose: str, at_least: float, at_most: float | None) -> list[Verdict]:
     """The API's tickets/s at least, and its CPU per ticket (over the simulator's) at most, so many times `whose`."""
-    figures = beside(lab, other)
-    speed, cpu = (figures["tickets/s"][0] / figures["tickets/s"][1], figures[CPU_PACED][0] / figures[CPU_PACED][1])
+    speed = lab.tickets_per_s / other.tickets_per_s
+    cpu = lab.api_cpu_per_simulator_cpu / other.api_cpu_per_simulator_cpu
     at = f"at {lab.users} users"
     judged = [Verdict(f"tickets/s {at} >= {at_least} x {whose}", speed >= at_least, f"{speed:.3f}")]
     if at_most is not None:
@@ -180,14 +180,12 @@ def levels_section(levels: list[Level], recorded_ms: dict[str, float], alone: tu
 
 def beside_section(levels: list[Level], bare_off: list[str]) -> str:
     """The API beside itself without (some of its) instruments, and beside the reference app, each in turn with it."""
+    off = ", ".join(bare_off)
     lines = []
-    for app, says in (
-        (
-            "bare",
-            f"the API beside itself without instruments (the same routes, modes and I/O; off: {', '.join(bare_off)})",
-        ),
-        ("reference", "the API beside the reference (scripts/reference_api.py: a ticket's same I/O, nothing else)"),
-    ):
+    for app, says in {
+        "bare": f"the API beside itself without instruments (the same routes, modes and I/O; off: {off})",
+        "reference": "the API beside the reference (scripts/reference_api.py: a ticket's same I/O, nothing else)",
+    }.items():
         rows = [(f"{lab.users} x{lab.api_processes}", lab, other) for lab, other in pairs(levels, app)]
         if rows:
             lines += [f"{says}, in turn on the same generator and simulator (users x API processes):"]
