@@ -123,16 +123,16 @@ def render(
     loop: str,
     pace: list[float],
     verdicts: list[Verdict],
-    options: dict[str, tuple[Level, Level]] | None = None,
-    shares: dict[str, float] | None = None,
-    bare_off: list[str] | None = None,
+    options: dict[str, tuple[Level, Level]],
+    shares: dict[str, float],
+    bare_off: list[str],
 ) -> str:
     """Every section of the report, then the targets."""
     sections = [
         levels_section(levels, recorded_ms, alone, loop),
-        beside_section(levels, bare_off or []),
-        shares_section(shares or {}),
-        options_section(options or {}),
+        beside_section(levels, bare_off),
+        shares_section(shares),
+        options_section(options),
         "the machine's pace (a fixed piece of Python work, the fastest of 7 rounds, ms of CPU; lower is faster): "
         + ", ".join(f"{ms:.1f}" for ms in pace)
         + " (before and after the levels); absolute figures hold for this machine in this hour only",
