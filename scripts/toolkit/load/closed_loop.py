@@ -156,17 +156,12 @@ class Load:
 
     @property
     def saturated(self) -> bool:
-        """The generator itself was the limit; see generator_saturated()."""
-        return generator_saturated(self.cpu_s, self.wall_s)
+        """This process used about one whole core: the load generator, not the server, set the pace."""
+        return self.cpu_share >= SATURATED_CPU_SHARE
 
     def ended_within(self, start: float, end: float) -> list[Call]:
         """The calls answered between two perf_counter times, whenever they were sent."""
         return [call for call in self.calls if start <= call.end <= end]
-
-
-def generator_saturated(cpu_s: float, wall_s: float) -> bool:
-    """True when this process used about one whole core: the load generator, not the server, set the pace."""
-    return wall_s > 0 and cpu_s / wall_s >= SATURATED_CPU_SHARE
 
 
 async def closed_loop(
@@ -235,7 +230,7 @@ async def session(
         yield opened
 
 
-async def warm_up(opened: aiohttp.ClientSession, path: str, requests: int = 10) -> None:
+async def warm_up(opened: aiohttp.ClientSession, path: str) -> None:
     """One untimed round of requests (up to 10 at once), so connections, caches and pools are ready.
 
     A first answer that is not 2xx is a CommandError: measuring a route that only fails is pointless.
@@ -243,7 +238,7 @@ async def warm_up(opened: aiohttp.ClientSession, path: str, requests: int = 10) 
     first = await getter(opened, path)()
     if not first.ok:
         raise CommandError(f"GET {path} answered {first.failure}: check the path (the app's /docs lists its routes)")
-    await asyncio.gather(*(fetch(opened, "GET", path) for _ in range(requests)))
+    await asyncio.gather(*(fetch(opened, "GET", path) for _ in range(10)))
 
 
 def run_on(loop: str) -> Callable:

@@ -36,12 +36,12 @@ function delay()
 end
 """
 # wrk's documented `done` hook: its figures as one JSON line.
-DONE = """
+DONE = f"""
 function done(summary, latency, requests)
   local e = summary.errors
-  io.write(string.format('%(mark)s{"requests": %%d, "duration_us": %%d, "mean_us": %%f, "stdev_us": %%f, ' ..
-    '"p50_us": %%d, "p95_us": %%d, "connect_errors": %%d, "read_errors": %%d, "write_errors": %%d, "non_2xx": %%d, ' ..
-    '"timeouts": %%d}\\n', summary.requests, summary.duration, latency.mean, latency.stdev, latency:percentile(50),
+  io.write(string.format('{MARK}{{"requests": %d, "duration_us": %d, "mean_us": %f, "stdev_us": %f, ' ..
+    '"p50_us": %d, "p95_us": %d, "connect_errors": %d, "read_errors": %d, "write_errors": %d, "non_2xx": %d, ' ..
+    '"timeouts": %d}}\\n', summary.requests, summary.duration, latency.mean, latency.stdev, latency:percentile(50),
     latency:percentile(95), e.connect, e.read, e.write, e.status, e.timeout))
 end
 """
@@ -59,20 +59,15 @@ def lua_string(text: bytes) -> str:
 
 def run_wrk(url: str, users: int, duration_s: float, ramp_s: float, bodies: list[bytes]) -> dict:
     """Run wrk for `ramp_s` + `duration_s` against POST `url`/v1/tickets; its figures (times in ms)."""
-    script = (SCRIPT + DONE) % {
-        "bodies": ", ".join(map(lua_string, bodies)),
-        "users": users,
-        "ramp_ms": ramp_s * 1000,
-        "mark": MARK,
-    }
-    return wrk_figures(url, users, ramp_s + duration_s, script)
+    script = SCRIPT % {"bodies": ", ".join(map(lua_string, bodies)), "users": users, "ramp_ms": ramp_s * 1000}
+    return wrk_figures(url, users, ramp_s + duration_s, script + DONE)
 
 
 def get(url: str, connections: int, duration_s: float, keep_alive: bool = True) -> dict:
     """Run wrk's GET of `url` from `connections` connections for `duration_s`, kept alive or a new one for each
     request (`Connection: close`); its figures (times in ms), with requests a second (rps) and its wall time."""
     headers = () if keep_alive else ("-H", "Connection: close")
-    figures = wrk_figures(url, connections, duration_s, DONE % {"mark": MARK}, headers)
+    figures = wrk_figures(url, connections, duration_s, DONE, headers)
     return {**figures, "rps": figures["requests"] / figures["seconds"], "wall_s": figures["seconds"]}
 
 

@@ -46,11 +46,6 @@ def read_scrape(response: httpx.Response) -> Scrape:
     return Scrape(metrics.values, metrics.info, time.monotonic())
 
 
-def workers(scrape: Metrics) -> list[str]:
-    """The pids of the worker processes whose event loops /metrics gives one by one; none with one process."""
-    return sorted(by_label(scrape, f"{LAG}_count", "pid"))
-
-
 def lag_between(before: Metrics, after: Metrics, pid: str | None = None) -> dict:
     """The loop's lag between two readings of /metrics (of the worker `pid`, where there are several): heartbeats,
     their mean lag, the bucket that holds the p99 and the largest lag (s).
@@ -103,7 +98,8 @@ def interval_figures(before: Scrape, oldest: Scrape, scrape: Scrape) -> Row:
     created = by_label(scrape, "ticket_api_tickets_total", "outcome")
     earlier = by_label(oldest, "ticket_api_tickets_total", "outcome")
     lent, lent_before = scrape.get("ticket_api_db_pool_lent_total"), before.get("ticket_api_db_pool_lent_total")
-    by_worker = {pid: lag_between(before, scrape, pid)["largest_s"] for pid in workers(scrape)}
+    pids = sorted(by_label(scrape, f"{LAG}_count", "pid"))  # each worker process's event loop; none with one process
+    by_worker = {pid: lag_between(before, scrape, pid)["largest_s"] for pid in pids}
     return {
         "lag_s": max(by_worker.values(), default=0.0) if by_worker else lag_between(before, scrape)["largest_s"],
         "lag_s_by_worker": by_worker or None,

@@ -45,6 +45,9 @@ def render(rows: list[dict], duration_s: int, passes: int) -> str:
     def number(value: float | None, form: str) -> str:
         return "-" if value is None else format(value, form)
 
+    def rate_and_times(figures: dict) -> list[str]:
+        return [number(figures.get("tickets_per_s"), ".2f"), ms(figures.get("p50_ms")), ms(figures.get("p95_ms"))]
+
     headers = [
         "INTAKE_MODE",
         "users",
@@ -63,23 +66,18 @@ def render(rows: list[dict], duration_s: int, passes: int) -> str:
     ]
     lines = []
     for row in rows:
-        theirs = row["course"] or {}
         lines.append(
             [
                 row["mode"],
                 str(row["users"]),
-                f"{row['tickets_per_s']:.2f}",
-                ms(row["p50_ms"]),
-                ms(row["p95_ms"]),
+                *rate_and_times(row),
                 str(row["failures"]),
                 number(row["provider_s_per_ticket"], ".2f") + " s",
                 number(row["limit_per_s"], ".2f"),
                 number(row["of_limit"], ".1%"),
                 number(row["api_cpu_share"], ".0%"),
                 "|",
-                number(theirs.get("tickets_per_s"), ".2f"),
-                ms(theirs.get("p50_ms")),
-                ms(theirs.get("p95_ms")),
+                *rate_and_times(row["course"] or {}),
             ]
         )
     title = (

@@ -19,7 +19,6 @@ from scripts.toolkit.load.closed_loop import (
     Outcome,
     Send,
     closed_loop,
-    generator_saturated,
     getter,
     server_total_ms,
     session,
@@ -50,9 +49,9 @@ def test_percentiles_give_the_figures_or_none_for_no_samples():
 
 
 def test_a_generator_is_saturated_from_90_percent_of_a_core():
-    assert generator_saturated(cpu_s=0.95, wall_s=1.0)
-    assert not generator_saturated(cpu_s=0.5, wall_s=1.0)
-    assert not generator_saturated(cpu_s=0.0, wall_s=0.0)
+    assert Load([], 0.0, wall_s=1.0, cpu_s=0.95).saturated
+    assert not Load([], 0.0, wall_s=1.0, cpu_s=0.5).saturated
+    assert not Load([], 0.0, wall_s=0.0, cpu_s=0.0).saturated
 
 
 def test_levels_parse_as_positive_integers():
