@@ -14,7 +14,7 @@ import time
 
 import httpx
 
-from scripts.stall import check_api, every, median, medians, positive_float, positive_int
+from scripts.stall import DEFAULT_URL, check_api, every, median, medians, positive_float, positive_int
 from scripts.toolkit.cli import command_parser, progress, run
 from scripts.toolkit.dataset import random_ticket
 from scripts.toolkit.metrics import read_metrics
@@ -119,7 +119,7 @@ def main() -> int:
         __doc__,
         "Exit codes: 0 every ticket got 201, 1 some did not, 2 the API cannot be reached or bad arguments.",
     )
-    parser.add_argument("--url", default="http://127.0.0.1:8000", help="the API (default %(default)s)")
+    parser.add_argument("--url", default=DEFAULT_URL, help="the API (default %(default)s)")
     parser.add_argument("--tickets", type=positive_int, default=32, help="tickets sent at once (default %(default)s)")
     parser.add_argument(
         "--interval", type=positive_float, default=0.05, help="seconds between /metrics samples (default %(default)s)"

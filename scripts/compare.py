@@ -26,8 +26,9 @@ from scripts.toolkit.commands.options import (
 )
 from scripts.toolkit.measure.held_series import recorded_in_thread
 from scripts.toolkit.reports import charts
-from scripts.toolkit.reports.compare_table import median_rows, render, shown_ms, write_files
+from scripts.toolkit.reports.compare_table import median_rows, render, write_files
 from scripts.toolkit.reports.held_chart import describe_peaks
+from scripts.toolkit.reports.text import readable_ms
 from scripts.toolkit.running.stack import EXIT_CODES, Stack, add_modes_argument, run_name, running_stack
 
 
@@ -55,8 +56,8 @@ def stall_runs(stack: Stack, args: argparse.Namespace, clock: Clock) -> dict:
                     )
                     progress(
                         f"[{clock}] {label}: {result['total_s']:.1f} s, /health: {result['health_answers']} answers, "
-                        f"median {shown_ms(result['health_median_ms'])}, "
-                        f"slowest {shown_ms(result['health_slowest_ms'])}"
+                        f"median {readable_ms(result['health_median_ms'])}, "
+                        f"slowest {readable_ms(result['health_slowest_ms'])}"
                     )
                     if held:
                         progress(f"[{clock}] {label}: {describe_peaks(held['peaks'])}")

@@ -45,28 +45,20 @@ TIMEOUT_S = 30.0  # a probe given up after this; the next one starts at once
 
 @dataclass
 class Probe:
-    """One kind of GET, sent every `every_s`, never two at once: its last answer and how long one waits now."""
+    """One kind of GET, never two at once (`get`, polled): its last answer and whether it answers now."""
 
     client: httpx.AsyncClient
     url: str
-    every_s: float
-    read: Callable[[httpx.Response], Any] = lambda response: response
+    read: Callable[[httpx.Response], Any]
     answer: Any = field(default=None, init=False)  # what `read` made of the last answer; None after a failure
     sent_at: float | None = field(default=None, init=False)  # while a request is in flight
 
-    def waiting_s(self, now: float) -> float:
-        """How long the request in flight has been waiting (0 if none is)."""
-        return 0.0 if self.sent_at is None else now - self.sent_at
-
     def answers(self, now: float) -> bool:
         """True if the last request answered and none has been waiting longer than NO_ANSWER_S since."""
-        return self.answer is not None and self.waiting_s(now) < NO_ANSWER_S
+        return self.answer is not None and (self.sent_at is None or now - self.sent_at < NO_ANSWER_S)
 
-    async def run(self, stop: asyncio.Event) -> None:
-        """Probe every `every_s` (from one request's start to the next's) until `stop` is set, or cancelled."""
-        await every(self.every_s, stop, self._get, paced=True)
-
-    async def _get(self) -> None:
+    async def get(self) -> None:
+        """One GET; its answer as `read` makes it, or None."""
         self.sent_at = time.monotonic()
         try:
             response = await self.client.get(self.url, timeout=TIMEOUT_S)
@@ -106,11 +98,12 @@ class Watcher:
             httpx.AsyncClient(base_url=self.api_url, timeout=TIMEOUT_S, trust_env=False) as health_client,
         ):
             self.health = HealthProbes(time.perf_counter())
-            self.metrics = Probe(client, f"{self.api_url}/metrics", self.tick_s, read_scrape)
-            self.simulator = Probe(client, f"{self.simulator_url}/admin/stats", self.tick_s, read_simulator_stats)
+            self.metrics = Probe(client, f"{self.api_url}/metrics", read_scrape)
+            self.simulator = Probe(client, f"{self.simulator_url}/admin/stats", read_simulator_stats)
             never = asyncio.Event()  # the probes are cancelled: a stalled API's answer is not waited for
-            probes: list[asyncio.Task] = [
-                asyncio.create_task(probe.run(never)) for probe in (self.metrics, self.simulator)
+            probes: list[asyncio.Task] = [  # each GET a tick after the last one started
+                asyncio.create_task(every(self.tick_s, never, probe.get, paced=True))
+                for probe in (self.metrics, self.simulator)
             ]
             probes.append(asyncio.create_task(probe_health(health_client, self.tick_s / 2, never, seen=self.health)))
             try:
@@ -178,7 +171,7 @@ def record_tick_s(speed: float) -> float:
 @contextlib.contextmanager
 def recorded_in_thread(api_url: str, simulator_url: str, speed: float, record: bool = True) -> Iterator[dict[str, Any]]:
     """Record what the server holds during a block, from a thread of its own (the block may block: a Locust run), a
-    row every record_tick_s(speed): the dict gets recording() at its end; it stays empty without `record`."""
+    row every record_tick_s(speed): the dict gets the recording at its end; it stays empty without `record`."""
     held: dict[str, Any] = {}
     if not record:
         yield held
@@ -187,7 +180,8 @@ def recorded_in_thread(api_url: str, simulator_url: str, speed: float, record: b
     with watching_in_thread(api_url, simulator_url, window_s=float("inf"), tick_s=tick_s) as watcher:
         yield held
         time.sleep(LINGER_TICKS * tick_s)
-    held.update(recording(watcher.rows(), watcher.tick_s, watcher.header))
+    rows = watcher.rows()  # what a recorded run keeps: the tick, the API's header (INTAKE_MODE, ...), peaks, rows
+    held.update(tick_s=tick_s, header=watcher.header, peaks=peaks(rows, tick_s), rows=rows)
 
 
 @contextlib.contextmanager
@@ -216,8 +210,3 @@ def peaks(rows: list[Row], tick_s: float) -> dict[str, float | None]:
         "created_per_s_max": max(created) if created else None,
         "no_answer_s": round(silent * tick_s, 1),
     }
-
-
-def recording(rows: list[Row], tick_s: float, header: dict[str, str]) -> dict[str, Any]:
-    """What a recorded run keeps: the tick, the API's header (INTAKE_MODE, ...), the peaks and the rows."""
-    return {"tick_s": tick_s, "header": header, "peaks": peaks(rows, tick_s), "rows": rows}

@@ -37,7 +37,7 @@ UNKNOWN: dict[str, Any] = dict(color="0.8")
 HEALTH_LINE: dict[str, Any] = dict(color="tab:orange", lw=6, marker="|", markersize=16, markeredgewidth=2)  # /health
 
 
-def draw_timeline(result: dict, path: str, title: str | None = None) -> None:
+def draw_timeline(result: dict, path: str, title: str) -> None:
     """Draw the run to scale: per ticket its provider calls and its waits for the server, per /health probe its wait."""
     plt = load_pyplot()
     runs = result["ticket_runs"]
@@ -54,12 +54,7 @@ def draw_timeline(result: dict, path: str, title: str | None = None) -> None:
     axes.tick_params(labelsize=12)
     axes.grid(axis="x", alpha=0.3)
     axes.set_xlabel("seconds since the first ticket was sent", fontsize=12)
-    axes.set_title(
-        title
-        or f"{result['tickets']} tickets, {result['concurrency']} at a time, "
-        f"and GET /health every {result['interval_s']:g} s",
-        fontsize=14,
-    )
+    axes.set_title(title, fontsize=14)
     without_calls = any(not ticket["provider_calls"] for ticket in runs)
     handles = legend_handles(without_calls)
     figure.legend(

@@ -17,22 +17,20 @@ FIGURES = ("total_s", "health_answers", "health_median_ms", "health_slowest_ms")
 def median_rows(runs: dict) -> list[dict]:
     """One row per mode and loop: the median of each figure over its passes (each pass's under "each"),
     next to the course's figures."""
-    rows = []
-    for results in runs.values():
-        first = results[0]
-        row = {
-            "mode": first["mode"],
-            "loop": first["loop"],
+    return [
+        {
+            "mode": results[0]["mode"],
+            "loop": results[0]["loop"],
             "passes": len(results),
-            "api_url": first["url"],
-            "simulator_url": first["simulator_url"],
+            "api_url": results[0]["url"],
+            "simulator_url": results[0]["simulator_url"],
             "statuses": sorted({status for result in results for status in result["statuses"]}),
             **medians(results, FIGURES),
             "each": [{figure: result[figure] for figure in FIGURES} for result in results],
+            "course": course_figures.stall(results[0]["mode"]),
         }
-        row["course"] = course_figures.stall(row["mode"])
-        rows.append(row)
-    return rows
+        for results in runs.values()
+    ]
 
 
 def shown_figures(row: dict) -> list[str]:
@@ -40,14 +38,9 @@ def shown_figures(row: dict) -> list[str]:
     return [
         f"{row['total_s']:.1f} s",
         f"{row['health_answers']:g}",
-        shown_ms(row["health_median_ms"]),
-        shown_ms(row["health_slowest_ms"]),
+        readable_ms(row["health_median_ms"]),
+        readable_ms(row["health_slowest_ms"]),
     ]
-
-
-def shown_ms(ms: float | None) -> str:
-    """Seconds for a stalled /health, milliseconds for a free one, `-` without answers."""
-    return "-" if ms is None else readable_ms(ms)
 
 
 def render(rows: list[dict], passes: int, speed: float) -> str:

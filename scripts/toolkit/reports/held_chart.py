@@ -77,7 +77,7 @@ def _wait_panels(rows: list[dict], peaks: dict[str, Any]) -> list[Panel]:
     """/health as the watcher timed it, and the loop's lag (each worker's, of several)."""
 
     def seconds(value: float | None) -> str:
-        return "-" if value is None else readable_ms(value * 1000)
+        return readable_ms(None if value is None else value * 1000)
 
     workers = sorted({pid for row in rows for pid in row.get("lag_s_by_worker") or {}})
     no_answer = f"no answer for {peaks['no_answer_s']:g} s" if peaks["no_answer_s"] else "answered throughout"

@@ -22,6 +22,8 @@ def fmt_ms(value: float | None) -> str:
     return f"{value:,.0f}" if value >= 1000 else f"{value:.1f}"
 
 
-def readable_ms(ms: float) -> str:
-    """`8.74 s` from a thousand milliseconds on, else `3.4 ms`."""
+def readable_ms(ms: float | None) -> str:
+    """`8.74 s` from a thousand milliseconds on, else `3.4 ms`; `-` when there is no figure."""
+    if ms is None:
+        return "-"
     return f"{ms / 1000:.2f} s" if ms >= 1000 else f"{ms:.1f} ms"

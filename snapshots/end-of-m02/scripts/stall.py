@@ -260,24 +260,21 @@ async def probe_health(
     interval_s: float,
     stop: asyncio.Event,
     since: float | None = None,
-    errors: list[str] | None = None,
-    path: str = "/health",
     seen: HealthProbes | None = None,
 ) -> list[dict]:
-    """GET `path` at once, then `interval_s` after each answer, until `stop` is set; each answer's start (s since
+    """GET /health at once, then `interval_s` after each answer, until `stop` is set; each answer's start (s since
     `since`) and ms.
 
     A probe still on its way when `stop` is set is waited for and counts: its wait is part of what
-    was measured. A probe that fails is not a sample; its reason goes to `errors` when a list is
+    was measured. A probe that fails is not a sample; its reason goes to the errors of `seen` when
     given. Use a client of its own, so that a probe never waits for a connection of the load's pool.
     """
     probes = seen or HealthProbes(time.perf_counter() if since is None else since)
-    probes.errors = probes.errors if errors is None else errors
 
     async def probe() -> None:
         probes.sent_at = sent = time.perf_counter()
         try:
-            response = await client.get(path)
+            response = await client.get("/health")
         except httpx.HTTPError as exc:
             probes.errors.append(describe_failure(exc))
             probes.refused = True

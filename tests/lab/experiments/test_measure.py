@@ -11,7 +11,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from scripts.stall import check_api, describe_failure, probe_health
+from scripts.stall import HealthProbes, check_api, describe_failure, probe_health
 from scripts.toolkit.cli import CommandError
 from scripts.toolkit.commands.options import parse_levels
 from scripts.toolkit.load.closed_loop import (
@@ -156,13 +156,19 @@ def test_the_closed_loop_gives_up_on_calls_a_stuck_server_never_answers():
 
 
 def test_the_prober_samples_until_stopped_and_keeps_failures_apart():
+    statuses = iter([500])
+
+    def health(request: httpx.Request) -> httpx.Response:
+        status = next(statuses, 200)
+        return httpx.Response(status, json={"error": "db_busy"} if status >= 400 else {"status": "ok"})
+
     async def run():
-        stop, errors = asyncio.Event(), []
-        async with httpx.AsyncClient(transport=fake_api([500]), base_url="http://api") as client:
-            prober = asyncio.create_task(probe_health(client, 0.01, stop, path="/work", errors=errors))
+        stop, seen = asyncio.Event(), HealthProbes(time.perf_counter())
+        async with httpx.AsyncClient(transport=httpx.MockTransport(health), base_url="http://api") as client:
+            prober = asyncio.create_task(probe_health(client, 0.01, stop, seen=seen))
             await asyncio.sleep(0.2)
             stop.set()
-            return await prober, errors
+            return await prober, seen.errors
 
     samples, errors = asyncio.run(run())
     assert errors == ["500 db_busy"]

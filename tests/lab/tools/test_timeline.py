@@ -80,7 +80,7 @@ def test_blocking_mode_calls_the_provider_for_one_ticket_at_a_time_async_and_thr
 
 def test_the_timeline_draws_each_tickets_calls_over_its_wait(served_api, provider_url, tmp_path):
     result = four_tickets_at_once(served_api, provider_url, "blocking", tickets=2)
-    draw_timeline(result, str(tmp_path / "timeline.svg"))
+    draw_timeline(result, str(tmp_path / "timeline.svg"), "2 tickets at once, and GET /health")
     svg = (tmp_path / "timeline.svg").read_text()
     assert all(f'id="ticket-{n}"' in svg for n in (1, 2))
     assert all(f'id="ticket-{n}-call-{k}"' in svg for n in (1, 2) for k in (1, 2, 3))
@@ -93,7 +93,7 @@ def test_an_answer_without_provider_calls_is_drawn_as_such_and_none_are_made_up(
     # A fake provider makes no HTTP call, so the API reports no provider calls and the chart makes none up.
     with served_api("async", FakeProvider(0.05)) as url:
         result = stall(url, 2)
-    draw_timeline(result, str(tmp_path / "timeline.svg"))
+    draw_timeline(result, str(tmp_path / "timeline.svg"), "2 tickets at once, and GET /health")
     svg = (tmp_path / "timeline.svg").read_text()
     assert svg.lstrip().startswith("<?xml") and "ticket 2" in svg
     assert "answer without X-Provider-Calls" in svg
