@@ -24,10 +24,9 @@ from pathlib import Path
 
 from scripts.toolkit.cli import CommandError, command_parser, progress, run
 from scripts.toolkit.commands.options import non_negative_int
-from scripts.toolkit.databases import postgres_server
 from scripts.toolkit.running.busy import busy_machine, describe_loads, report_loads
 from scripts.toolkit.running.commands import run_in_foreground
-from ticket_api.config import load_settings
+from scripts.toolkit.running.stack import lab_postgres
 
 EXIT_CODES = "Exit codes: the command's; 2 when the load could not start, or stopped before the command ended."
 
@@ -48,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.cwd is not None and not args.cwd.is_dir():
         raise CommandError(f"--cwd {args.cwd}: no such folder")
 
-    with postgres_server(load_settings().database_url) as dsn:
+    with lab_postgres() as dsn:
         progress(f"busy: starting {describe_loads(args.cpu, args.db)}")
         with busy_machine(args.cpu, args.db, dsn) as loads:
             progress(f"busy: running {shlex.join(command)}")

@@ -9,21 +9,24 @@ answer in a second trip to the thread pool, and that trip also needs a free thre
 """
 
 import asyncio
+import multiprocessing
 import time
 from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import asynccontextmanager, contextmanager
-from typing import Annotated
+from datetime import UTC, datetime, timedelta
+from functools import lru_cache
+from typing import Annotated, Any
 
 import httpx
 import orjson
 from anyio import to_thread
 from fastapi import APIRouter, Depends, FastAPI, Query, Request, Response
+from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
 from scripts.experiments.cpu import DEFAULT_LOOPS, burn_cpu
-from scripts.experiments.rows import LabRow, sample_rows
 from scripts.experiments.settings import ExperimentSettings
-from scripts.experiments.tools import LabTools
 from ticket_api.errors import ProviderUnavailable, describe
 from ticket_api.instruments.error_answers import install_error_handlers
 from ticket_api.instruments.requestlog import RequestLog, configure_logging, set_log_level
@@ -35,6 +38,38 @@ RowCount = Annotated[int, Query(ge=1, le=10_000, description="rows in the answer
 # The cheapest call the simulator replays with a recorded latency (~200 ms), and outside its chat quota.
 UPSTREAM_PATH = "/embeddings"
 UPSTREAM_BODY = {"model": "text-embedding-3-small", "input": "lab", "dimensions": 8}
+# The simulator counts its quota per key (off in the experiments); any key will do.
+API_KEY = "sk-lab-local"
+
+
+class LabTools:
+    """What the routes own: a blocking and an async HTTP client to the provider, made with the app, and a process
+    pool, started on first use; closed with the app."""
+
+    def __init__(self, provider_url: str):
+        options: dict[str, Any] = {
+            "base_url": provider_url,
+            "headers": {"Authorization": f"Bearer {API_KEY}"},
+            "limits": httpx.Limits(max_connections=1000, max_keepalive_connections=1000),  # never the limit
+            "timeout": 60.0,
+        }
+        self.blocking_client = httpx.Client(**options)
+        self.async_client = httpx.AsyncClient(**options)
+        self._processes: ProcessPoolExecutor | None = None
+
+    def processes(self) -> ProcessPoolExecutor:
+        """The process pool (one worker per core), started on first use: warm it up before measuring."""
+        if self._processes is None:
+            # "spawn": a fresh interpreter per worker; forking a process that runs threads is unsafe.
+            self._processes = ProcessPoolExecutor(mp_context=multiprocessing.get_context("spawn"))
+        return self._processes
+
+    async def aclose(self) -> None:
+        """Close the clients and stop the pool's worker processes."""
+        self.blocking_client.close()
+        await self.async_client.aclose()
+        if self._processes is not None:
+            await to_thread.run_sync(self._processes.shutdown)
 
 
 async def get_lab_tools(request: Request) -> LabTools:
@@ -125,6 +160,34 @@ async def cpu_process(lab: LabDep, loops: Loops = DEFAULT_LOOPS) -> dict:
 
 
 # --- The same rows (500 by default), serialized three ways ------------------------------------
+
+
+class LabRow(BaseModel):
+    """One row of the serialization experiment, shaped like a ticket summary."""
+
+    id: int
+    customer_id: int
+    subject: str
+    status: str
+    priority: str
+    created_at: datetime
+
+
+@lru_cache(maxsize=8)
+def sample_rows(count: int) -> list[dict]:
+    """The same `count` rows every time, built once: the routes differ only in how they serialize."""
+    start = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+    return [
+        {
+            "id": i,
+            "customer_id": 1 + i % 300,
+            "subject": f"Invoice question number {i}",
+            "status": "open",
+            "priority": ("low", "normal", "high")[i % 3],
+            "created_at": start + timedelta(minutes=7 * i),
+        }
+        for i in range(1, count + 1)
+    ]
 
 
 @router.get("/rows/dicts", response_model=None)

@@ -1,6 +1,5 @@
-"""The lab's commands' options: the options several commands share, each declared once (`add_json`, `add_out`,
-`add_speed`, `add_loop`, `add_duration`, `add_passes`, `add_workers`, `add_no_held`); argparse types; the folder a
-run writes to; the clock of its progress lines.
+"""The lab's commands' options: the options several commands share, each declared once (listed in this folder's
+__init__.py); argparse types; the folder a run writes to; the clock of its progress lines.
 
 The student's scripts (scripts/stall.py, burst.py, db.py) declare their own: they import nothing of the lab's folders.
 """

@@ -38,7 +38,6 @@ LOG_CONFIG = PROJECT_ROOT / ".lab" / "api-logging.json"
 
 def api(
     provider_url: str,
-    port: int | None = None,
     env: dict[str, str] | None = None,
     workers: int = 1,
     log_dir: Path | None = None,
@@ -57,7 +56,7 @@ def api(
     uvicorn's "auto", which takes uvloop whenever it is installed. `script`: see uvicorn_command.
     `factory`: `app` names a function that makes the app (uvicorn's --factory).
     """
-    port = port or free_port()
+    port = free_port()
     bounds = ["--limit-concurrency", str(limit_concurrency), "--timeout-keep-alive", f"{keep_alive_s:g}"]
     bounds += ["--factory"] if factory else []
     # Only from the lab's folder is the handler's module found in the API's process (not in a student's project).

@@ -54,14 +54,13 @@ def run_in_foreground(argv: list[str], cwd: Path | None = None, env: dict[str, s
         return process.wait()
     except KeyboardInterrupt:
         with signals_ignored():
-            for stop in (None, process.terminate, process.kill):
-                if stop is not None:
-                    stop()
+            for stop in (process.terminate, process.kill):
                 try:
                     process.wait(GRACE_S)
                     break
                 except subprocess.TimeoutExpired:
-                    continue
+                    stop()
+            process.wait()
         raise
 
 

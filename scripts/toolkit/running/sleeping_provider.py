@@ -6,8 +6,6 @@ ASGI app with no checks and no answer text, served by uvicorn on the loop and HT
 would pick for the simulator, with the simulator's garbage-collector settings. What the bench
 measures against it is the load generator's, the server's and the event loop's own cost; the
 simulator's share is its figure minus this one.
-
-`service()` is it under uvicorn as a Service, on a free port.
 """
 
 import asyncio

@@ -16,7 +16,7 @@ from scripts.toolkit import services
 from scripts.toolkit.cli import PROJECT_ROOT, progress
 from scripts.toolkit.commands.options import Clock, one_or_more_of
 from scripts.toolkit.databases import init, postgres_server
-from scripts.toolkit.running.apis import API_APP, STOP_TIMEOUT_S, api, output_since, started
+from scripts.toolkit.running.apis import API_APP, api, output_since, started
 from scripts.toolkit.services import Service, ServiceStopped
 from ticket_api.config import load_settings
 from ticket_api.instruments.connections import shown_dsn
@@ -128,7 +128,6 @@ class Stack:
             self._simulator = simulator
             settings = ({"DATABASE_URL": self.dsn} if self.dsn else {}) | ({"INTAKE_MODE": mode} if mode else {})
             settings |= env or {}
-            app, made = (factory, True) if factory else (API_APP, False)
             service = api(
                 provider_url(simulator),
                 env=settings,
@@ -136,28 +135,18 @@ class Stack:
                 log_dir=folder,
                 cwd=project,
                 loop=loop,
-                app=app,
-                factory=made,
+                app=factory or API_APP,
+                factory=factory is not None,
                 script=script,
             )
-            own.enter_context(_started_api(service))
+            before = service.log_path.stat().st_size if service.log_path.exists() else 0
+            try:
+                own.enter_context(started(service))
+            except ServiceStopped as exc:  # what it wrote from this start on: not an earlier API's
+                raise ApiStopped(str(exc), output_since(service, before)) from None
             if self.clock is not None:
                 progress(f"[{self.clock}] {name}: {said}API at {service.url} on {loop}")
             yield service
-
-
-@contextmanager
-def _started_api(service: Service) -> Iterator[Service]:
-    """Start the API, stopped when the block ends; ApiStopped, with what it wrote, if it stops during its start-up."""
-    before = service.log_path.stat().st_size if service.log_path.exists() else 0
-    try:
-        service.start()
-    except ServiceStopped as exc:
-        raise ApiStopped(str(exc), output_since(service, before)) from None
-    try:
-        yield service
-    finally:
-        service.stop(STOP_TIMEOUT_S)
 
 
 @contextmanager

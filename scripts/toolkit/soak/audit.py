@@ -1,11 +1,5 @@
-"""The soak's tickets and its audit of PostgreSQL: each ticket's journey, then every row set against the answers.
-
-Every ticket carries a marker in its subject and the same marker as its Idempotency-Key. After the
-run, every 201 must have exactly one complete row (ticket + AI results) with the id it answered,
-no marker two rows, and no ticket a row without a 201 (except one in flight at the restart or
-whose client gave up: those are listed). Tickets committed by an attempt whose 201 never reached
-the client, and returned by a retry, are counted apart: that is no violation.
-"""
+"""The soak's tickets and its audit of PostgreSQL: each ticket's journey, then every row set against the answers by
+the rules scripts/soak.py states."""
 
 import random
 import re

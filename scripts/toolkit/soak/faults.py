@@ -1,15 +1,11 @@
-"""The soak's load with its faults: the tickets on the closed loop, a restart (or a crash) of the API when half
-have started, and with --kill a crash of PostgreSQL when three quarters have.
-
-Each ticket is retried with its Idempotency-Key after a connection error, a timeout or a 503
-db_unavailable, as a careful client would; its Journey keeps what happened on the way.
-"""
+"""The soak's load with its faults: the tickets on the closed loop (each retried as `send_one` says, its Journey
+keeping what happened on the way), a restart (or a crash) of the API when half have started, and with --kill a crash
+of PostgreSQL when three quarters have."""
 
 import asyncio
 import functools
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import aiohttp
 import orjson
@@ -27,25 +23,17 @@ RETRY_PAUSE_S = 0.2
 RETRY_FOR_S = 60  # after a ticket's first connection error or timeout, how long it keeps trying
 
 
-@dataclass
 class Journeys:
     """The soak's tickets on their way: those still to send, those in flight, and when the restart and the crash are
     due (when half, and three quarters, have started)."""
 
-    tickets: list[dict]
-    clock: Clock
-    outcomes: list[Journey] = field(init=False)
-    waiting: list[tuple[dict, Journey]] = field(init=False)
-    restart_after: int = field(init=False)
-    crash_after: int = field(init=False)
-    running: set[int] = field(default_factory=set)
-    restart_due: asyncio.Event = field(default_factory=asyncio.Event)
-    crash_due: asyncio.Event = field(default_factory=asyncio.Event)
-
-    def __post_init__(self) -> None:
-        self.outcomes = [Journey(number, ticket["key"]) for number, ticket in enumerate(self.tickets, start=1)]
-        self.waiting = list(zip(self.tickets, self.outcomes, strict=True))
-        self.restart_after, self.crash_after = max(1, len(self.tickets) // 2), max(1, len(self.tickets) * 3 // 4)
+    def __init__(self, tickets: list[dict], clock: Clock):
+        self.tickets, self.clock = tickets, clock
+        self.outcomes = [Journey(number, ticket["key"]) for number, ticket in enumerate(tickets, start=1)]
+        self.waiting = list(zip(tickets, self.outcomes, strict=True))
+        self.restart_after, self.crash_after = max(1, len(tickets) // 2), max(1, len(tickets) * 3 // 4)
+        self.running: set[int] = set()
+        self.restart_due, self.crash_due = asyncio.Event(), asyncio.Event()
 
     async def send_next(self, client: aiohttp.ClientSession) -> Outcome:
         """Send the next ticket (retried as send_one does); a progress line every tenth of them answered."""
