@@ -15,7 +15,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from scripts.toolkit.cli import PROJECT_ROOT, CommandError, command_parser, progress, run
+from scripts.toolkit.cli import PROJECT_ROOT as ROOT
+from scripts.toolkit.cli import CommandError, command_parser, progress, run
 from scripts.toolkit.commands.options import add_speed
 from scripts.toolkit.lessons.references import missing_references
 from scripts.toolkit.lessons.settings_readme import load_settings_class, with_settings_table
@@ -32,8 +33,6 @@ from scripts.toolkit.lessons.student_files import OWN_README, all_files, student
 from scripts.toolkit.lessons.suites import run_suite
 from scripts.toolkit.lessons.unused_names import unused_names
 from scripts.toolkit.running.stack import Stack, running_stack
-
-ROOT = PROJECT_ROOT
 
 
 def sync() -> list[str]:
@@ -68,7 +67,7 @@ def _mirror(source: Path, target: Path, keep: set[str]) -> list[str]:
         changed.append(f"deleted {target.name}/{relative}")
     for relative in sorted(wanted):
         destination = target / relative
-        if not destination.exists() or not filecmp.cmp(source / relative, destination, shallow=False):
+        if not _same(source, target, relative):
             destination.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source / relative, destination)
             changed.append(f"{target.name}/{relative}")
@@ -119,8 +118,7 @@ def _same(a: Path, b: Path, relative: str) -> bool:
 
 def copy_tree(snapshot: Path, into: Path) -> Path:
     """A copy of a snapshot's project in `into`, without caches."""
-    shutil.copytree(snapshot, into, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".lab"))
-    return into
+    return shutil.copytree(snapshot, into, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".lab"))
 
 
 def suite_problem(label: str, project: Path, expected: int, database_url: str) -> str | None:

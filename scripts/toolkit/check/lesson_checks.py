@@ -4,6 +4,7 @@ lesson's own `checks` (a setting, a command's figures, the request log), each a 
 import functools
 import re
 from collections import Counter
+from dataclasses import replace
 
 from scripts.toolkit.check.checks import Check, Result, failed, passed
 from scripts.toolkit.check.context import Context
@@ -63,10 +64,8 @@ def check_copy(ctx: Context) -> Result:
     todo = [name for name in states if name in missing or name in old]
     shell, powershell = copy_commands(source, todo)
     expected = f"the {len(states)} files copied from {source}"
-    result = failed(expected, "; ".join(measured), "copy-step", files=", ".join(todo), source=source, shell=shell)
-    result.hint_values["powershell"] = powershell
-    result.info = info
-    return result
+    hint_values = {"files": ", ".join(todo), "source": source, "shell": shell, "powershell": powershell}
+    return replace(failed(expected, "; ".join(measured), "copy-step", **hint_values), info=info)
 
 
 def check_tests(ctx: Context) -> Result:
@@ -125,11 +124,8 @@ def check_command(ctx: Context, entry: dict, attempt: int) -> Result:
         return failed("the API answers GET /health", f"it stopped ({env}): {exc}", "api-start-failed", line=str(exc))
     except CommandTimedOut as exc:  # no timing noise: a correct project ends in a fraction of the bound
         hint_id = entry.get("held") or Counter(entry["figures"].values()).most_common(1)[0][0]
-        result = failed(
-            f"`{command['run']}` ends within {COMMAND_TIMEOUT_S} s", f"{exc}: tickets still waiting", hint_id
-        )
-        result.may_be_noise = False
-        return result
+        expected = f"`{command['run']}` ends within {COMMAND_TIMEOUT_S} s"
+        return replace(failed(expected, f"{exc}: tickets still waiting", hint_id), may_be_noise=False)
     speed = command_speed(command, CHECK_SPEED)
     bounds = {**command.get("expect", {}), **command.get("during", {})}
     judged = [expectation(key, bounds[key], speed) for key in entry["figures"]]
@@ -137,9 +133,8 @@ def check_command(ctx: Context, entry: dict, attempt: int) -> Result:
     where = where_held(run)
     held = run.figures["loop_held_s"] >= HELD_S
     if not wrong:
-        result = passed([where] if where and held else [])
-        result.measured = "; ".join(measured_text(e.key, run.figures.get(e.key)) for e in judged)
-        return result
+        measured = "; ".join(measured_text(e.key, run.figures.get(e.key)) for e in judged)
+        return replace(passed([where] if where and held else []), measured=measured)
     # A held event loop explains slow answers and tickets that do not overlap alike: its hint wins.
     hint_id = entry["held"] if held and "held" in entry else entry["figures"][wrong[0].key]
     if hint_id == "loop-held" and run.held and max(report["cpu"] or 0 for report in run.held) >= COMPUTING_CPU:

@@ -27,8 +27,9 @@ import sys
 import threading
 import time
 import traceback
+from collections import Counter
 from pathlib import Path
-from types import CodeType, FrameType
+from types import CodeType
 from typing import Any
 
 EVERY_S = 0.01  # how often the loop's stack is looked at
@@ -116,17 +117,17 @@ def watch(loop_thread: int, project: Path) -> None:
         coroutine, innermost = project_frames(loop_thread, project, ours)
         if held is not None and coroutine is held["frame"]:
             held.update(last=now, cpu_last=cpu, line=coroutine.f_lineno)
-            _count(held["waits"], innermost)
-            continue
-        if held is not None and held["last"] - held["first"] + EVERY_S >= AT_LEAST_S:
-            # One write of the whole line: the server's own log lines come from other threads.
-            sys.stderr.write(f"{MARK}{json.dumps(describe(held, project))}\n")
-            sys.stderr.flush()
-        held = None
-        if coroutine is not None:
-            held = {"frame": coroutine, "first": now, "last": now, "cpu_first": cpu, "cpu_last": cpu}
-            held.update(line=coroutine.f_lineno, waits={})
-            _count(held["waits"], innermost)
+        else:
+            if held is not None and held["last"] - held["first"] + EVERY_S >= AT_LEAST_S:
+                # One write of the whole line: the server's own log lines come from other threads.
+                sys.stderr.write(f"{MARK}{json.dumps(describe(held, project))}\n")
+                sys.stderr.flush()
+            held = None
+            if coroutine is not None:
+                held = {"frame": coroutine, "first": now, "last": now, "cpu_first": cpu, "cpu_last": cpu}
+                held.update(line=coroutine.f_lineno, waits=Counter())
+        if held is not None and innermost is not None:
+            held["waits"][innermost.f_code, innermost.f_lineno] += 1
 
 
 def project_frames(loop_thread: int, project: Path, ours: dict[str, bool]) -> tuple:
@@ -160,7 +161,7 @@ def describe(held: dict, project: Path) -> dict:
     wall_s = held["last"] - held["first"]
     where = _place(held["frame"].f_code, held["line"], project)
     # What waited: the project's innermost frame seen most often (at the span's ends it may be entering or leaving).
-    inner = max(held["waits"].items(), key=lambda item: item[1])[0] if held["waits"] else None
+    inner = held["waits"].most_common(1)[0][0] if held["waits"] else None
     waiting_in = None if inner is None or inner[0] is held["frame"].f_code else _place(inner[0], inner[1], project)
     return {
         "ms": round((wall_s + EVERY_S) * 1000),
@@ -168,12 +169,6 @@ def describe(held: dict, project: Path) -> dict:
         **where,
         "waiting_in": waiting_in,
     }
-
-
-def _count(waits: dict, frame: FrameType | None) -> None:
-    if frame is not None:
-        place = (frame.f_code, frame.f_lineno)
-        waits[place] = waits.get(place, 0) + 1
 
 
 def _place(code: CodeType, line: int, project: Path) -> dict:

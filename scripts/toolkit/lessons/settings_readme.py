@@ -12,8 +12,6 @@ from pydantic_settings import BaseSettings
 from scripts.toolkit.settings_table import shown_default
 
 START = "<!-- settings:start -->"
-
-
 END = "<!-- settings:end -->"
 
 

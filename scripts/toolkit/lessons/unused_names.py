@@ -54,7 +54,8 @@ def _definitions(file: str, module: ast.Module) -> Iterator[Definition]:
     for node in module.body:
         for name, defined in _top_level_names(node):
             if not _found_by_a_framework(name, defined, file):
-                yield Definition(file, defined.lineno, name, _dotted(file), top_level=True, fixture=_fixture(defined))
+                fixture = "fixture" in _decorators(defined)
+                yield Definition(file, defined.lineno, name, _dotted(file), top_level=True, fixture=fixture)
         if isinstance(node, ast.ClassDef) and not _locust_user(node):
             for item in node.body:
                 if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -78,7 +79,8 @@ def _found_by_a_framework(name: str, node: ast.AST, file: str) -> bool:
         return True
     if isinstance(node, ast.ClassDef) and _locust_user(node):
         return True
-    return any(not _plain(decorator) for decorator in getattr(node, "decorator_list", []))
+    # A decorator that only wraps its function registers it nowhere; pytest's fixture is asked for by its name.
+    return any(decorator not in PLAIN_DECORATORS and decorator != "fixture" for decorator in _decorators(node))
 
 
 def _locust_user(node: ast.ClassDef) -> bool:
@@ -86,14 +88,9 @@ def _locust_user(node: ast.ClassDef) -> bool:
     return any(ast.unparse(base).endswith("User") for base in node.bases)
 
 
-def _fixture(node: ast.AST) -> bool:
-    return any(ast.unparse(decorator).split(".")[-1] == "fixture" for decorator in getattr(node, "decorator_list", []))
-
-
-def _plain(decorator: ast.expr) -> bool:
-    """A decorator that only wraps its function (it registers it nowhere), or pytest's fixture, used by name."""
-    name = ast.unparse(decorator).split(".")[-1]
-    return name in PLAIN_DECORATORS or name == "fixture"
+def _decorators(node: ast.AST) -> list[str]:
+    """The last dotted name of each of the node's decorators: `fixture` for `@pytest.fixture`."""
+    return [ast.unparse(decorator).split(".")[-1] for decorator in getattr(node, "decorator_list", [])]
 
 
 def _uses(dotted: str, module: ast.Module) -> set[tuple[str, str]]:
