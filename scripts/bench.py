@@ -66,7 +66,7 @@ from scripts.toolkit.load.levels import (
 )
 from scripts.toolkit.load.turns import REFERENCE_APP, in_turn, options_in_turn
 from scripts.toolkit.measure import profile
-from scripts.toolkit.measure.cpu import pace_ms, processes_by_role
+from scripts.toolkit.measure.cpu import Roles, pace_ms, processes_by_role
 from scripts.toolkit.measure.profile import instrument_shares
 from scripts.toolkit.reports.bench_report import SHARES_USERS, all_passed, judged, machine, render
 from scripts.toolkit.running.apis import api as api_service
@@ -78,7 +78,7 @@ OPTIONS_USERS = 256
 BARE_APP = "scripts.client_apps:without_instruments"  # the API without its instruments (LAB_INSTRUMENTS_OFF=all)
 EXIT_CODES = "Exit codes: 0 every target passed, 1 one failed, 2 a start-up failed or bad arguments."
 # The windows of the apps that run in turn with the API at a number of users, made from the level's window.
-Beside = Callable[[int, Callable[..., Level]], list[Callable[[], Level]]]
+WindowsBeside = Callable[[int, Callable[..., Level]], list[Callable[[], Level]]]
 
 
 def main() -> int:
@@ -130,14 +130,14 @@ def one_process(
     """One ticket alone, then each async level on one API process: in turn with the bare API and the reference app,
     and with wrk, where asked; the instruments' shares; then the reference's options, with --options."""
     with stack.api("async", loop=args.loop, factory=CLIENTS[args.async_client][1]) as api:
+        roles = processes_by_role(api.pid, stack.simulator.pid)
         with apps_beside(stack, args, folder, workers=1) as beside:
             alone = ticket_alone(api.url, args.alone, args.loop)
-            levels = async_levels(stack, args, folder, ticket_s, api, beside, workers=1)
+            levels = async_levels(args, folder, ticket_s, api, roles, beside, workers=1)
         shares = {}
         if SHARES_USERS in args.users:
             progress(f"  each instrument's share of the API's CPU: py-spy at {SHARES_USERS} users")
             path, seconds = folder / "profile-instruments.txt", window_s(args.duration, SHARES_USERS, ticket_s)
-            roles = processes_by_role(api.pid, stack.simulator.pid)
             measure("async", SHARES_USERS, seconds, ticket_s, api.url, roles, args.loop, (api.pid, path))
             shares = instrument_shares(path, PROJECT_ROOT)
         options = {}
@@ -155,13 +155,18 @@ def one_process(
 
 
 def async_levels(
-    stack: Stack, args: argparse.Namespace, folder: Path, ticket_s: float, api: Service, beside: Beside, workers: int
+    args: argparse.Namespace,
+    folder: Path,
+    ticket_s: float,
+    api: Service,
+    roles: Roles,
+    beside: WindowsBeside,
+    workers: int,
 ) -> list[Level]:
     """Each async level on `workers` API processes, in turn with the apps beside it where asked; on one process,
     py-spy at the last level with --profile, and wrk in turn with the bench's own generator where asked."""
-    roles = processes_by_role(api.pid, stack.simulator.pid)
     levels: list[Level] = []
-    for users in args.users if workers == 1 else args.two_process_users:
+    for users in levels_on(args, workers):
         seconds = window_s(args.duration, users, ticket_s)
         window = functools.partial(measure, "async", users, seconds, ticket_s, loop=args.loop, api_processes=workers)
         ours = functools.partial(window, api.url, roles)
@@ -177,11 +182,16 @@ def async_levels(
     return levels
 
 
+def levels_on(args: argparse.Namespace, workers: int) -> list[int]:
+    """The numbers of users measured on `workers` API processes (--users on one, --two-process-users on two)."""
+    return args.users if workers == 1 else args.two_process_users
+
+
 @contextmanager
-def apps_beside(stack: Stack, args: argparse.Namespace, folder: Path, workers: int) -> Iterator[Beside]:
+def apps_beside(stack: Stack, args: argparse.Namespace, folder: Path, workers: int) -> Iterator[WindowsBeside]:
     """The bare API and, on one process, the reference app, beside the API (the stack's simulator), where asked; what
     it gives is the windows of those that run in turn with the API at a number of users."""
-    levels = args.users if workers == 1 else args.two_process_users
+    levels = levels_on(args, workers)
     with ExitStack() as running:
         apps: list[tuple[str, Service, list[int]]] = []
         if set(args.bare_users) & set(levels):
@@ -221,8 +231,9 @@ def two_processes_and_thread(stack: Stack, args: argparse.Namespace, folder: Pat
     levels = []
     if args.two_process_users:
         with stack.api("async", workers=2, loop=args.loop, factory=CLIENTS[args.async_client][1]) as api:
+            roles = processes_by_role(api.pid, stack.simulator.pid)
             with apps_beside(stack, args, folder, workers=2) as beside:
-                levels += async_levels(stack, args, folder, ticket_s, api, beside, workers=2)
+                levels += async_levels(args, folder, ticket_s, api, roles, beside, workers=2)
     if args.thread_users:
         # 40 connections, so that the thread limiter (THREAD_LIMIT=40), not the pool, is the ceiling.
         with stack.api("thread", env={"DB_POOL_MAX_SIZE": "40", "DB_POOL_TIMEOUT_S": "60"}, loop=args.loop) as api:

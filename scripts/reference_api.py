@@ -130,6 +130,7 @@ def save(pool: ConnectionPool, new: NewTicket, work: AiWork) -> dict:
         ).fetchone()
         assert saved is not None  # INSERT ... RETURNING gives the row it inserted
         ticket_id, created_at = saved
+        # Each call's model, then its time, in the columns' order: classify, draft, embed.
         calls = [figure for op in ("classify", "draft", "embed") for figure in (work.models[op], work.elapsed_ms[op])]
         conn.execute(
             """INSERT INTO ticket_ai_results (ticket_id, category, priority, draft_reply, embedding,

@@ -20,6 +20,8 @@ from scripts.toolkit.measure.held_series import Watcher, watching_in_thread
 from scripts.toolkit.processes import serve_in_thread
 
 PAGE = Path(__file__).resolve().parent / "toolkit" / "reports" / "watch_page.html"
+DEFAULT_SIMULATOR = "http://127.0.0.1:8100"
+DEFAULT_PORT = 8300
 
 
 def page_app(watcher: Watcher) -> Starlette:
@@ -49,11 +51,11 @@ def main(argv: list[str] | None = None) -> int:
     """Serve the page; print its address."""
     parser = command_parser("python -m scripts.watch", __doc__)
     parser.add_argument("--api", default=DEFAULT_URL, help="the API (default %(default)s)")
-    parser.add_argument("--simulator", default="http://127.0.0.1:8100", help="the simulator (default %(default)s)")
+    parser.add_argument("--simulator", default=DEFAULT_SIMULATOR, help="the simulator (default %(default)s)")
     parser.add_argument(
         "--port",
         type=int,
-        default=8300,
+        default=DEFAULT_PORT,
         help="the page's port on 127.0.0.1 (default %(default)s; 0: any free port)",
     )
     args = parser.parse_args(argv)

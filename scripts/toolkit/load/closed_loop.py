@@ -26,6 +26,7 @@ from scripts.toolkit.measure.cpu import own_cpu_s
 
 # A generator that used 90% of a core was busy itself: its figures are its own limit (Locust warns there too).
 SATURATED_CPU_SHARE = 0.9
+WARM_UP_REQUESTS = 10  # warm_up's round, sent at once
 JSON = {"Content-Type": "application/json"}
 
 
@@ -231,14 +232,14 @@ async def session(
 
 
 async def warm_up(opened: aiohttp.ClientSession, path: str) -> None:
-    """One untimed round of requests (up to 10 at once), so connections, caches and pools are ready.
+    """One untimed round of WARM_UP_REQUESTS requests, all at once, so connections, caches and pools are ready.
 
     A first answer that is not 2xx is a CommandError: measuring a route that only fails is pointless.
     """
     first = await getter(opened, path)()
     if not first.ok:
         raise CommandError(f"GET {path} answered {first.failure}: check the path (the app's /docs lists its routes)")
-    await asyncio.gather(*(fetch(opened, "GET", path) for _ in range(10)))
+    await asyncio.gather(*(fetch(opened, "GET", path) for _ in range(WARM_UP_REQUESTS)))
 
 
 def run_on(loop: str) -> Callable:

@@ -17,20 +17,23 @@ FIGURES = ("total_s", "health_answers", "health_median_ms", "health_slowest_ms")
 def median_rows(runs: dict) -> list[dict]:
     """One row per mode and loop: the median of each figure over its passes (each pass's under "each"),
     next to the course's figures."""
-    return [
-        {
-            "mode": results[0]["mode"],
-            "loop": results[0]["loop"],
-            "passes": len(results),
-            "api_url": results[0]["url"],
-            "simulator_url": results[0]["simulator_url"],
-            "statuses": sorted({status for result in results for status in result["statuses"]}),
-            **medians(results, FIGURES),
-            "each": [{figure: result[figure] for figure in FIGURES} for result in results],
-            "course": course_figures.stall(results[0]["mode"]),
-        }
-        for results in runs.values()
-    ]
+    rows = []
+    for results in runs.values():
+        first = results[0]
+        rows.append(
+            {
+                "mode": first["mode"],
+                "loop": first["loop"],
+                "passes": len(results),
+                "api_url": first["url"],
+                "simulator_url": first["simulator_url"],
+                "statuses": sorted({status for result in results for status in result["statuses"]}),
+                **medians(results, FIGURES),
+                "each": [{figure: result[figure] for figure in FIGURES} for result in results],
+                "course": course_figures.stall(first["mode"]),
+            }
+        )
+    return rows
 
 
 def shown_figures(row: dict) -> list[str]:

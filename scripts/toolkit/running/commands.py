@@ -54,13 +54,14 @@ def run_in_foreground(argv: list[str], cwd: Path | None = None, env: dict[str, s
         return process.wait()
     except KeyboardInterrupt:
         with signals_ignored():
-            for stop in (process.terminate, process.kill):
+            for stop in (None, process.terminate, process.kill):
+                if stop is not None:
+                    stop()
                 try:
                     process.wait(GRACE_S)
                     break
                 except subprocess.TimeoutExpired:
-                    stop()
-            process.wait()
+                    continue
         raise
 
 

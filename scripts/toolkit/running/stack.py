@@ -136,7 +136,7 @@ class Stack:
                 cwd=project,
                 loop=loop,
                 app=factory or API_APP,
-                factory=factory is not None,
+                factory=bool(factory),
                 script=script,
             )
             before = service.log_path.stat().st_size if service.log_path.exists() else 0

@@ -73,19 +73,6 @@ def test_failures_are_described_by_status_and_error_code_or_by_exception():
     assert describe_failure(httpx.ConnectError("refused")) == "ConnectError"
 
 
-def fake_api(statuses: list[int]) -> httpx.MockTransport:
-    """Answers GET /work with the given statuses in turn (then 200), /health with 200."""
-    answers = iter(statuses)
-
-    def handle(request: httpx.Request) -> httpx.Response:
-        if request.url.path == "/work":
-            status = next(answers, 200)
-            return httpx.Response(status, json={"error": "db_busy"} if status >= 400 else {"ok": True})
-        return httpx.Response(200, json={"status": "ok"})
-
-    return httpx.MockTransport(handle)
-
-
 def work_app(statuses: list[int]) -> Starlette:
     """Answers GET /work with the given statuses in turn (then 200), taking 10 ms each, with Server-Timing."""
     answers = iter(statuses)
