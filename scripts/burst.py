@@ -14,7 +14,7 @@ import time
 
 import httpx
 
-from scripts.stall import DEFAULT_URL, check_api, every, median, medians, positive_float, positive_int
+from scripts.stall import DEFAULT_URL, check_api, every, positive_float, positive_int
 from scripts.toolkit.cli import command_parser, progress, run
 from scripts.toolkit.dataset import random_ticket
 from scripts.toolkit.metrics import read_metrics
@@ -84,11 +84,11 @@ def burst_figures(
         "statuses": sorted(set(statuses)),
         "status_counts": {str(code): statuses.count(code) for code in sorted(set(statuses))},
         "unanswered": len(results) - len(statuses),
-        "p50_ms": round(median(times), 1),
+        "p50_ms": round(statistics.median(times), 1),
         # The last of the 19 cuts into 20 equal parts is the 95th percentile (inclusive: between the samples).
         "p95_ms": round(statistics.quantiles(times, n=20, method="inclusive")[-1] if len(times) > 1 else times[0], 1),
         "db_pool_max": int(after["db_pool_max"]),
-        "db_in_use_median": medians(samples, ["db_in_use"])["db_in_use"],
+        "db_in_use_median": statistics.median(s["db_in_use"] for s in samples),
         "db_in_use_max": max(s["db_in_use"] for s in samples),
         "db_waiting_max": max(s["db_waiting"] for s in samples),
         "db_wait_s": round(after["db_wait_s"] - before["db_wait_s"], 2),

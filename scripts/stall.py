@@ -148,7 +148,7 @@ def stall_figures(
         "statuses": sorted({t["status"] for t in sent if t["status"] is not None}),
         "errors": sorted({t["error"] for t in sent if t["error"]}),
         "health_answers": len(health_ms),
-        "health_median_ms": medians(probes, ["ms"])["ms"],
+        "health_median_ms": statistics.median(health_ms) if health_ms else None,
         "health_slowest_ms": max(health_ms) if health_ms else None,
         "health_waited_share": waited_share(probes, total_s),
         "ticket_runs": sorted(sent, key=lambda t: t["ticket"]),
@@ -199,8 +199,8 @@ def quota_advice() -> str:
     )
 
 
-# What scripts.burst and the lab's tools take from here: argparse types, the median, polling while a run goes on, the
-# /health prober, and the API's answers read (Server-Timing, X-Provider-Calls, an error in a few words).
+# What scripts.burst and the lab's tools take from here: argparse types, medians over runs, polling while a run goes
+# on, the /health prober, and the API's answers read (Server-Timing, X-Provider-Calls, an error in a few words).
 
 
 def positive_int(text: str) -> int:
@@ -219,15 +219,10 @@ def positive_float(text: str) -> float:
     return value
 
 
-def median(values: Iterable[float]) -> float:
-    """The median of the values: the middle one, or the mean of the two in the middle; StatisticsError if none."""
-    return statistics.median(values)
-
-
 def medians(runs: list[dict], figures: Iterable[str]) -> dict[str, float | None]:
     """The median of each figure over the runs (passes, samples) that have it; None where none has."""
     found = {figure: [run[figure] for run in runs if run[figure] is not None] for figure in figures}
-    return {figure: median(values) if values else None for figure, values in found.items()}
+    return {figure: statistics.median(values) if values else None for figure, values in found.items()}
 
 
 async def every(

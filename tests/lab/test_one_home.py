@@ -138,6 +138,16 @@ def builds_a_provider_url(tree: ast.AST) -> bool:
 SLEEPS = {"time.sleep", "asyncio.sleep"}
 
 
+def medians_figure_by_figure(tree: ast.AST) -> bool:
+    """Whether a loop or comprehension takes a median at each step: a median of each figure over runs (one series'
+    median is statistics.median's own)."""
+    return any(
+        "statistics.median" in dotted_calls(node)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.For | ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp)
+    )
+
+
 def polls_while_a_run_goes_on(tree: ast.AST) -> bool:
     """Whether a loop waits on an event (`while not stop.is_set()`, `while not done.wait(0.05)`) or sleeps between
     its steps, with no deadline to give up at: a wait for something to be ready has one, a poll runs until told."""
@@ -298,7 +308,7 @@ HOMES = {
     "reading PostgreSQL's state": ("toolkit/measure/database_state.py", reads_postgres),
     # The lesson's scripts/stall.py holds the median over passes and the polling: its --passes and scripts.burst use
     # them, and a snapshot holds only what it uses.
-    "medians over passes": ("stall.py", lambda tree: "statistics.median" in dotted_calls(tree)),
+    "medians over passes": ("stall.py", medians_figure_by_figure),
     "polling while a run goes on": ("stall.py", polls_while_a_run_goes_on),
     "finding a lesson command by its name": ("toolkit/lessons/spec.py", finds_a_command_by_name),
     "the uvicorn command line": ("toolkit/running/apis.py", lambda tree: "uvicorn" in strings(tree)),
